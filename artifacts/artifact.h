@@ -1,0 +1,117 @@
+// The strip cache: writing and reading twinbit's weight artifact.
+//
+// The byte layout is specified field by field in artifacts/format.h; this header is the API.
+//
+// Reading: Artifact::open maps the file read-only and validates the header and the whole
+// manifest against the file size before returning (nothing in the file is trusted: every count,
+// offset and size is checked; sizes implied by shapes are computed, never read). Payload bytes
+// are checked (xxh64) by verify() and, once per entry, by view_verified() - the path a backend
+// binds through. An Artifact is immutable after open and may be shared by threads; views stay
+// valid while it lives.
+//
+// Writing: Writer collects entries in memory (by copy or by borrowed span) and write() produces
+// the file atomically: a temporary file in the same folder, fsync, rename. A failure leaves no
+// file that looks valid.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/backend.h"
+#include "core/status.hpp"
+
+namespace twinbit::artifact {
+
+// A named output column range of a fused strip set: columns [begin, end) are projection `name`.
+struct FusedRange {
+  std::string name;
+  int64_t begin = 0;
+  int64_t end = 0;
+};
+
+struct Provenance {
+  std::string source_file;   // "synthetic:seed=42" or the GGUF path it was converted from
+  std::string packer;        // "twinbit 0.1.0"
+};
+
+// One manifest entry as read (or about to be written).
+struct Entry {
+  std::string name;                  // unique within the file: "blk.0.attn_q", "lm_head"
+  tb_weights_kind kind = TB_WEIGHTS_STRIPS;
+  tb_prec prec = TB_PREC_Q8;         // strips only
+  int64_t n = 0, k = 0;              // strips: N outputs x K inputs; f32 matrix: rows x cols
+  std::vector<FusedRange> ranges;    // strips: empty unless fused
+  std::vector<std::string> source_tensors;
+  // Payloads: strips have codes (0) and scales (1); an f32 matrix has data (0) only.
+  struct Payload {
+    uint64_t offset = 0;  // from the start of the file, multiple of kPayloadAlign
+    uint64_t bytes = 0;
+    uint64_t xxh64 = 0;
+  };
+  std::vector<Payload> payloads;
+};
+
+class Artifact {
+ public:
+  static Result<std::unique_ptr<Artifact>> open(const std::string& path);
+  ~Artifact();
+  Artifact(const Artifact&) = delete;
+  Artifact& operator=(const Artifact&) = delete;
+
+  const std::string& path() const { return path_; }
+  uint32_t format_version() const { return version_; }
+  uint64_t file_bytes() const { return size_; }
+  const Provenance& provenance() const { return provenance_; }
+  const std::vector<Entry>& entries() const { return entries_; }
+  const Entry* find(const std::string& name) const;  // null if absent
+
+  // The entry's weights as backends take them, pointing into the mapping; not verified.
+  tb_weights_view view(const Entry& e) const;
+  // Verifies the entry's payload checksums (once; later calls are free), then returns the view.
+  Result<tb_weights_view> view_verified(const Entry& e) const;
+  // Verifies one entry's payload checksums; DATA_LOSS names the entry and payload.
+  Status verify(const Entry& e) const;
+
+ private:
+  Artifact() = default;
+  std::string path_;
+  const uint8_t* base_ = nullptr;
+  uint64_t size_ = 0;
+  uint32_t version_ = 0;
+  Provenance provenance_;
+  std::vector<Entry> entries_;
+  mutable std::vector<uint8_t> verified_;  // per entry: 1 once verify() passed
+  friend class Reader;
+};
+
+// Parses and validates an artifact image in memory (what open() does after mapping). Exposed for
+// the fuzzer and the bad-input tests. The returned Artifact borrows `bytes`.
+Result<std::unique_ptr<Artifact>> parse(std::span<const uint8_t> bytes, const std::string& what);
+
+class Writer {
+ public:
+  // A strip set in the canonical layout (FORMAT.md): codes and scales are copied.
+  Status add_strips(const std::string& name, tb_prec prec, int64_t n, int64_t k,
+                    std::span<const uint8_t> codes, std::span<const uint16_t> scales,
+                    std::vector<FusedRange> ranges = {},
+                    std::vector<std::string> source_tensors = {});
+  // A row-major float matrix [rows][cols]: data is copied.
+  Status add_matrix(const std::string& name, int64_t rows, int64_t cols,
+                    std::span<const float> data, std::vector<std::string> source_tensors = {});
+  // Writes atomically (temporary file, fsync, rename). Errors name the path and the step.
+  Status write(const std::string& path, const Provenance& provenance) const;
+  // The file image (for tests and fuzzers); write() is this plus the atomic file dance.
+  Result<std::vector<uint8_t>> serialize(const Provenance& provenance) const;
+
+ private:
+  struct Pending {
+    Entry entry;
+    std::vector<std::vector<uint8_t>> payloads;
+  };
+  std::vector<Pending> pending_;
+};
+
+}  // namespace twinbit::artifact

@@ -1,0 +1,76 @@
+// The null backend: the skeleton every new backend starts from (docs/PORTING.md).
+//
+// Every entry is present and says, with a message, that it is not implemented. Copy this folder,
+// rename the entry point, register it in backends/CMakeLists.txt (or export it as
+// tb_backend_create_v1 from a shared library), then replace one entry at a time and run
+// `twinbit conformance --backend NAME` after each.
+#include "core/backend.h"
+#include "core/status.hpp"
+
+namespace {
+
+using twinbit::Error;
+
+tb_code describe(void*, tb_backend_info* out, tb_error*) {
+  *out = {};
+  out->name = "null";
+  out->device = "none (skeleton backend: every operation is UNIMPLEMENTED)";
+  out->features = "";
+  out->memory_bytes = 0;
+  return TB_OK;
+}
+
+tb_code supports(void*, const tb_op_desc* op, tb_error* err) {
+  return Error(TB_UNIMPLEMENTED, "null backend implements no operation (asked for op %d)",
+               static_cast<int>(op->op)).to_c(err);
+}
+
+tb_code weights_bind(void*, const tb_weights_view*, void** out_handle, tb_error* err) {
+  *out_handle = nullptr;
+  return Error(TB_UNIMPLEMENTED, "null backend cannot bind weights").to_c(err);
+}
+
+void weights_release(void*, void*) {}
+
+tb_code gemm(void*, void*, const tb_gemm_args*, tb_error* err) {
+  return Error(TB_UNIMPLEMENTED, "null backend: gemm is not implemented").to_c(err);
+}
+
+tb_code gemv_f32(void*, void*, const float*, float*, tb_error* err) {
+  return Error(TB_UNIMPLEMENTED, "null backend: gemv_f32 is not implemented").to_c(err);
+}
+
+tb_code gdn_delta(void*, const tb_gdn_args*, tb_error* err) {
+  return Error(TB_UNIMPLEMENTED, "null backend: gdn_delta is not implemented").to_c(err);
+}
+
+void destroy(void*) {}
+
+const tb_backend_iface kIface = {
+    .abi_version = TB_BACKEND_ABI_VERSION,
+    .struct_size = sizeof(tb_backend_iface),
+    .describe = describe,
+    .supports = supports,
+    .weights_bind = weights_bind,
+    .weights_release = weights_release,
+    .gemm = gemm,
+    .gemv_f32 = gemv_f32,
+    .gemv_f32_pair = nullptr,  // optional: core's default (two gemv_f32 calls)
+    .gdn_delta = gdn_delta,
+    .read_floor = nullptr,     // optional: core's default (UNIMPLEMENTED)
+    .destroy = destroy,
+};
+
+}  // namespace
+
+extern "C" tb_code tb_backend_create_null(uint32_t host_abi_version, tb_backend* out,
+                                          tb_error* err) {
+  *out = {};
+  if (host_abi_version != TB_BACKEND_ABI_VERSION) {
+    return Error(TB_FAILED_PRECONDITION, "null backend speaks ABI version %u, the host %u",
+                 TB_BACKEND_ABI_VERSION, host_abi_version).to_c(err);
+  }
+  out->iface = &kIface;
+  out->ctx = nullptr;
+  return TB_OK;
+}

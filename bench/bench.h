@@ -1,0 +1,42 @@
+// twinbit-bench: benchmark drivers. Measurements, not tests: every case prints its time next to
+// a floor and a peer measured in the same run, as ratios.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/status.hpp"
+
+namespace twinbit::bench {
+
+struct Options {
+  std::string backend = "cpu";        // "cpu" | "cuda"
+  std::string json_path;              // --json FILE ("" = none)
+  std::vector<std::string> shapes;    // --shape names (empty = all Qwen3-VL-2B shapes)
+  std::vector<int64_t> ms = {1, 32};  // --m
+  int threads = 2;                    // --threads (CPU)
+  int reps = 0;                       // --reps (0 = the driver's default)
+  bool quick = false;                 // --quick: fewer repetitions (smoke runs)
+};
+
+// One measured case; the JSON "cases" array holds these. A field < 0 was not measured.
+struct Case {
+  std::string shape;  // "lm_head", "gate_up", ...
+  int64_t k = 0, n = 0, m = 0;
+  std::string prec;   // "q8" | "q4"
+  std::string mode;   // "f32" | "i8"
+  double us = -1;         // median time of one call
+  double floor_us = -1;   // the floor measured in the same run
+  double ratio = -1;      // us / floor_us
+  double gbps = -1;       // weight bytes / us
+  double peer_us = -1;    // Eigen (CPU) or cuBLAS bf16 (GPU), same shape
+  double baseline_us = -1;  // the source engine's mapping (GPU)
+  std::string note;
+};
+
+// Each returns OK and appends its cases, or an error naming what failed.
+Status run_cpu(const Options& options, std::vector<Case>& out);
+Status run_cuda(const Options& options, std::vector<Case>& out);  // UNAVAILABLE if not built
+
+}  // namespace twinbit::bench

@@ -1,0 +1,58 @@
+// twinbit-bench: runs the drivers for one backend and prints (and optionally writes) the report.
+#include <cstdio>
+#include <fstream>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "bench/bench.h"
+
+namespace twinbit::bench {
+#ifndef TWINBIT_BENCH_CUDA
+Status run_cuda(const Options&, std::vector<Case>&) {
+  return Error(TB_UNAVAILABLE, "this build has no CUDA backend (configure with TWINBIT_CUDA=ON)");
+}
+#endif
+}  // namespace twinbit::bench
+
+int main(int argc, char** argv) {
+  using namespace twinbit;
+  bench::Options opt;
+  CLI::App app{"twinbit-bench: time twinbit's kernels against the floor and a peer, in one run"};
+  app.add_option("--backend", opt.backend, "Backend to measure")
+      ->check(CLI::IsMember({"cpu", "cuda"}))->capture_default_str();
+  app.add_option("--json", opt.json_path, "Also write the cases as one JSON object to FILE");
+  app.add_option("--shape", opt.shapes, "Only these shapes (q_o, k_v, gate, gate_up, down, qkv, lm_head)");
+  app.add_option("--m", opt.ms, "Batch sizes M")->delimiter(',')->capture_default_str();
+  app.add_option("--threads", opt.threads, "CPU threads")->check(CLI::Range(1, 1024))->capture_default_str();
+  app.add_option("--reps", opt.reps, "Repetitions per case (0 = driver default)")->check(CLI::NonNegativeNumber);
+  app.add_flag("--quick", opt.quick, "Fewer repetitions: a smoke run, not a measurement");
+  CLI11_PARSE(app, argc, argv);
+
+  std::vector<bench::Case> cases;
+  Status s = opt.backend == "cpu" ? bench::run_cpu(opt, cases) : bench::run_cuda(opt, cases);
+  if (!s.ok()) {
+    std::fprintf(stderr, "twinbit-bench: %s\n", s.to_string().c_str());
+    return 1;
+  }
+  if (!opt.json_path.empty()) {
+    nlohmann::json j;
+    j["backend"] = opt.backend;
+    j["cases"] = nlohmann::json::array();
+    for (const auto& c : cases) {
+      nlohmann::json o = {{"shape", c.shape}, {"k", c.k}, {"n", c.n}, {"m", c.m},
+                          {"prec", c.prec}, {"mode", c.mode}, {"us", c.us},
+                          {"floor_us", c.floor_us}, {"ratio", c.ratio}, {"gbps", c.gbps},
+                          {"peer_us", c.peer_us}, {"baseline_us", c.baseline_us}};
+      if (!c.note.empty()) o["note"] = c.note;
+      j["cases"].push_back(o);
+    }
+    std::ofstream f(opt.json_path);
+    f << j.dump(2) << "\n";
+    if (!f) {
+      std::fprintf(stderr, "twinbit-bench: cannot write %s\n", opt.json_path.c_str());
+      return 1;
+    }
+  }
+  return 0;
+}

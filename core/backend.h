@@ -1,0 +1,197 @@
+// The twinbit backend interface, ABI version 1 (C).
+//
+// A backend is a table of function pointers (tb_backend_iface) plus an opaque context pointer.
+// It is a C interface so that backends built out of tree, by another compiler, can be loaded
+// with dlopen: a plugin exports one function, `tb_backend_create_v1` (see the end of this file).
+// Built-in backends expose the same entry point under their own name and are listed by the
+// build (core never includes a backend header and never branches on a backend's name).
+//
+// THE PROMISE. Every operation computes exactly the operations of docs/NUMERICS.md, in that
+// order, so its output is bit-identical (memcmp) to the scalar reference in core/reference.h:
+//   gemm, TB_ACT_F32  == twinbit::ref::gemm_f32
+//   gemm, TB_ACT_I8   == twinbit::ref::gemm_i8   (activations already quantised by the caller
+//                                                 with twinbit::ref::quantize_activations)
+//   gemv_f32         == twinbit::ref::gemv_f32
+//   gemv_f32_pair    == twinbit::ref::gemv_f32 applied to each matrix
+//   gdn_delta        == twinbit::ref::gdn_delta
+// A backend that cannot do that for some case returns TB_UNIMPLEMENTED from supports() and from
+// the operation, with the reason; it never computes something "close enough".
+//
+// MEMORY. All pointers passed to operations are host pointers. An operation returns when its
+// result is in host memory. Inputs are only read; outputs are only written where stated.
+//
+// THREAD SAFETY. supports() and describe() may be called from any thread at any time. Operations
+// on one backend instance may be called concurrently from several host threads, with distinct
+// outputs; a backend that cannot do that serialises internally. weights_bind/release must not
+// race with an operation that uses the same handle.
+//
+// OPTIONAL ENTRIES are marked "(optional)". A null entry means "not provided"; the default,
+// written once in core/backend_defaults.cpp, is what callers get through twinbit::Backend.
+#ifndef TWINBIT_CORE_BACKEND_H
+#define TWINBIT_CORE_BACKEND_H
+
+#include <stdint.h>
+
+#include "core/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TB_BACKEND_ABI_VERSION 1u
+
+// Group width of the quantised formats: one scale per 32 consecutive k of one output column.
+#define TB_GROUP 32
+
+typedef enum tb_prec {
+  TB_PREC_Q8 = 0,  // int8 codes in [-127, 127], one byte each (GGUF q8_0)
+  TB_PREC_Q4 = 1,  // int4 codes in [-8, 7], two per byte (GGUF q4_0 nibble order)
+} tb_prec;
+
+typedef enum tb_act_mode {
+  TB_ACT_F32 = 0,  // float activations; float products per weight
+  TB_ACT_I8 = 1,   // int8 activation codes + one float scale per (row, group); exact int dots
+} tb_act_mode;
+
+typedef enum tb_op {
+  TB_OP_GEMM = 0,
+  TB_OP_GEMV_F32 = 1,
+  TB_OP_GEMV_F32_PAIR = 2,
+  TB_OP_GDN_DELTA = 3,
+} tb_op;
+
+// A strip set in the canonical layout (docs/FORMAT.md), in host memory (often a mapped file).
+// n, k are the logical sizes; np = 32*ceil(n/32), kp = 32*ceil(k/32).
+//   codes  : q8: [np/32][kp/32][32 columns][32 k] int8         (np*kp bytes)
+//            q4: [np/32][kp/32][32 columns][16 bytes]          (np*kp/2 bytes)
+//                byte j of a column-group: low nibble k=j, high nibble k=j+16, stored code+8
+//   scales : [np/32][kp/32][32 columns] IEEE binary16 bits     (np*kp/32 * 2 bytes)
+// Padding columns (n >= N) and padding k (k >= K) hold code 0 (q4: nibble 8) and scale 0.
+typedef struct tb_strips {
+  tb_prec prec;
+  int64_t n, k;
+  int64_t np, kp;
+  const void* codes;
+  uint64_t codes_bytes;
+  const uint16_t* scales;
+  uint64_t scales_bytes;
+} tb_strips;
+
+// A row-major float matrix [rows][cols] (gemv_f32 weights).
+typedef struct tb_matrix_f32 {
+  int64_t rows, cols;
+  const float* data;
+} tb_matrix_f32;
+
+typedef enum tb_weights_kind {
+  TB_WEIGHTS_STRIPS = 0,
+  TB_WEIGHTS_F32 = 1,
+} tb_weights_kind;
+
+// What weights_bind receives. The memory stays valid and unchanged until weights_release.
+typedef struct tb_weights_view {
+  tb_weights_kind kind;
+  tb_strips strips;      // kind == TB_WEIGHTS_STRIPS
+  tb_matrix_f32 matrix;  // kind == TB_WEIGHTS_F32
+} tb_weights_view;
+
+// What supports() is asked. Fields that do not apply to the op are 0.
+//   gemm:          prec, mode, m, n, k
+//   gemv_f32(_pair): n = rows, k = cols
+//   gdn_delta:     vh, kh, kd, vd
+typedef struct tb_op_desc {
+  tb_op op;
+  tb_prec prec;
+  tb_act_mode mode;
+  int64_t m, n, k;
+  int64_t vh, kh, kd, vd;
+} tb_op_desc;
+
+// gemm: y[m][n] for m < M, n < N (the strip set's logical N).
+//   mode F32: x  [M][ldx] floats, k < K read (K = the strip set's logical K).
+//   mode I8 : xq [M][ldxq] int8 codes, k < Kp read (padding codes are 0);
+//             xd [M][ldxd] floats, one per group g < Kp/32.
+//   y [M][ldy] floats; only n < N of each row is written.
+typedef struct tb_gemm_args {
+  tb_act_mode mode;
+  int64_t m;
+  const float* x;
+  int64_t ldx;
+  const int8_t* xq;
+  int64_t ldxq;
+  const float* xd;
+  int64_t ldxd;
+  float* y;
+  int64_t ldy;
+} tb_gemm_args;
+
+// gdn_delta: one gated-delta step. State S [vh][kd][vd] is read and written in place.
+//   q, k [kh][kd]; v [vh][vd]; g, beta [vh]; o [vh][vd] (written).
+typedef struct tb_gdn_args {
+  int64_t vh, kh, kd, vd;
+  float* state;
+  const float* q;
+  const float* k;
+  const float* v;
+  const float* g;
+  const float* beta;
+  float* o;
+} tb_gdn_args;
+
+// Identity, filled by describe(). Strings are owned by the backend and live as long as it.
+typedef struct tb_backend_info {
+  const char* name;         // short, stable, lowercase: "cpu", "cuda", "null"
+  const char* device;       // "Intel Xeon ... (2 threads, avx512bw)", "NVIDIA H200 (132 SMs)"
+  const char* features;     // comma-separated capability tags: "gemm.q8,gemm.q4,act.f32,..."
+  uint64_t memory_bytes;    // memory available for weights (0 = host memory, unbounded)
+} tb_backend_info;
+
+typedef struct tb_backend_iface {
+  uint32_t abi_version;  // TB_BACKEND_ABI_VERSION the backend was built against
+  uint32_t struct_size;  // sizeof(tb_backend_iface) the backend was built against
+
+  tb_code (*describe)(void* ctx, tb_backend_info* out_info, tb_error* err);
+
+  // TB_OK if the operation will be performed exactly; otherwise TB_UNIMPLEMENTED (or
+  // TB_INVALID_ARGUMENT for an impossible shape) with the reason in err.
+  tb_code (*supports)(void* ctx, const tb_op_desc* op, tb_error* err);
+
+  // Takes weights in the canonical layout; keeps what the backend needs (a view of the
+  // mapped file, a device copy, native tiles). *out_handle is cleared first and set on success.
+  tb_code (*weights_bind)(void* ctx, const tb_weights_view* weights, void** out_handle,
+                          tb_error* err);
+  void (*weights_release)(void* ctx, void* handle);
+
+  tb_code (*gemm)(void* ctx, void* weights, const tb_gemm_args* args, tb_error* err);
+  tb_code (*gemv_f32)(void* ctx, void* weights, const float* x, float* y, tb_error* err);
+  // (optional) Two same-shape matrices against the same x. Defaults to two gemv_f32 calls.
+  tb_code (*gemv_f32_pair)(void* ctx, void* weights_a, void* weights_b, const float* x,
+                           float* y_a, float* y_b, tb_error* err);
+  tb_code (*gdn_delta)(void* ctx, const tb_gdn_args* args, tb_error* err);
+
+  // (optional) A pure read of the bound weights' bytes with this backend's parallelism: the
+  // floor the gemm is measured against (`twinbit gate`). Defaults to UNIMPLEMENTED.
+  tb_code (*read_floor)(void* ctx, void* weights, int64_t m, tb_error* err);
+
+  void (*destroy)(void* ctx);
+} tb_backend_iface;
+
+typedef struct tb_backend {
+  const tb_backend_iface* iface;
+  void* ctx;
+} tb_backend;
+
+// The entry point of a backend. `host_abi_version` is the caller's TB_BACKEND_ABI_VERSION; a
+// backend that does not speak it returns TB_FAILED_PRECONDITION naming both versions.
+// Returns TB_UNAVAILABLE when the backend cannot run here (no device).
+typedef tb_code (*tb_backend_create_fn)(uint32_t host_abi_version, tb_backend* out_backend,
+                                        tb_error* err);
+
+// The symbol a plugin shared library exports.
+#define TB_PLUGIN_ENTRY_SYMBOL "tb_backend_create_v1"
+
+#ifdef __cplusplus
+}  // extern "C"
+#endif
+
+#endif  // TWINBIT_CORE_BACKEND_H

@@ -1,0 +1,30 @@
+// Argument checks shared by every backend and by the reference's callers, so that an impossible
+// shape or a null pointer gets the same clear INVALID_ARGUMENT everywhere, before any kernel runs.
+#pragma once
+
+#include "core/backend.h"
+#include "core/status.hpp"
+
+namespace twinbit {
+
+// Largest dimension accepted anywhere (artifact or call): 2^24 rows/cols, far beyond any LLM
+// projection, small enough that every byte count below fits comfortably in 64 bits.
+constexpr int64_t kMaxDim = int64_t{1} << 24;
+
+// Byte sizes of a strip set's payloads, computed from the shape (never read from a file).
+uint64_t strip_codes_bytes(tb_prec prec, int64_t n, int64_t k);
+uint64_t strip_scales_bytes(int64_t n, int64_t k);
+
+const char* prec_name(tb_prec prec);        // "q8", "q4"
+const char* act_mode_name(tb_act_mode m);   // "f32", "i8"
+const char* op_name(tb_op op);              // "gemm", "gemv_f32", ...
+
+// The strip view is self-consistent: prec known, 1 <= n,k <= kMaxDim, np/kp the padded sizes,
+// payload sizes as computed, pointers non-null.
+Status check_strips(const tb_strips& w);
+Status check_matrix(const tb_matrix_f32& w);
+// A gemm call on w: 1 <= m <= kMaxDim, pointers for the mode non-null, leading dims large enough.
+Status check_gemm_args(const tb_strips& w, const tb_gemm_args& a);
+Status check_gdn_args(const tb_gdn_args& a);
+
+}  // namespace twinbit

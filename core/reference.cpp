@@ -1,0 +1,155 @@
+#include "core/reference.h"
+
+#include <cassert>
+#include <cmath>
+#include <vector>
+
+#include "core/numerics.h"
+#include "core/tb_expf.h"
+
+namespace twinbit::ref {
+
+int weight_code(const tb_strips& w, int64_t n, int64_t k) {
+  const int64_t strip = n / 32, col = n % 32, g = k / 32, kk = k % 32;
+  const int64_t tile = strip * (w.kp / 32) + g;  // [np/32][kp/32] tiles of 32 columns x 32 k
+  if (w.prec == TB_PREC_Q8) {
+    const auto* codes = static_cast<const int8_t*>(w.codes);
+    return codes[tile * 1024 + col * 32 + kk];
+  }
+  const auto* bytes = static_cast<const uint8_t*>(w.codes);
+  const uint8_t b = bytes[tile * 512 + col * 16 + (kk % 16)];
+  const int nibble = kk < 16 ? (b & 0x0f) : (b >> 4);
+  return nibble - 8;
+}
+
+float weight_scale(const tb_strips& w, int64_t n, int64_t g) {
+  const int64_t strip = n / 32, col = n % 32;
+  return fp16_to_float(w.scales[(strip * (w.kp / 32) + g) * 32 + col]);
+}
+
+namespace {
+// The slice accumulation and fixed-order fold shared by both modes:
+//   for z: a[z] = +0; for g in slice z: a[z] = fma(p[g], t[g], a[z])
+//   out = +0; for z: out = out + a[z]
+float fold_slices(const std::vector<float>& p, const std::vector<float>& t, int64_t nsplit) {
+  const int64_t ngroups = static_cast<int64_t>(p.size());
+  float out = +0.0f;
+  for (int64_t z = 0; z < nsplit; ++z) {
+    float a = +0.0f;
+    for (int64_t g = slice_begin(ngroups, nsplit, z); g < slice_end(ngroups, nsplit, z); ++g) {
+      a = std::fma(p[g], t[g], a);
+    }
+    out = out + a;
+  }
+  return out;
+}
+}  // namespace
+
+void gemm_f32(const tb_strips& w, int64_t m, const float* x, int64_t ldx, float* y, int64_t ldy) {
+  const int64_t ngroups = w.kp / 32;
+  const int64_t nsplit = split_plan(w.n, w.k);
+  std::vector<float> p(ngroups), ws(ngroups);
+  for (int64_t row = 0; row < m; ++row) {
+    for (int64_t n = 0; n < w.n; ++n) {
+      for (int64_t g = 0; g < ngroups; ++g) {  // group dot, sequential in k
+        float acc = +0.0f;
+        for (int64_t kk = 0; kk < 32; ++kk) {
+          const int64_t k = g * 32 + kk;
+          const float xv = k < w.k ? x[row * ldx + k] : +0.0f;
+          acc = std::fma(static_cast<float>(weight_code(w, n, k)), xv, acc);
+        }
+        p[g] = acc;
+        ws[g] = weight_scale(w, n, g);
+      }
+      y[row * ldy + n] = fold_slices(p, ws, nsplit);
+    }
+  }
+}
+
+void quantize_activations(int64_t m, int64_t k, const float* x, int64_t ldx, int8_t* xq,
+                          int64_t ldxq, float* xd, int64_t ldxd) {
+  const int64_t ngroups = ngroups_of(k);
+  for (int64_t row = 0; row < m; ++row) {
+    for (int64_t g = 0; g < ngroups; ++g) {
+      float v[32];
+      float amax = +0.0f;
+      for (int64_t kk = 0; kk < 32; ++kk) {
+        const int64_t col = g * 32 + kk;
+        v[kk] = col < k ? x[row * ldx + col] : +0.0f;
+        const float a = std::fabs(v[kk]);
+        if (a > amax) amax = a;
+      }
+      const float d = amax / 127.0f;
+      for (int64_t kk = 0; kk < 32; ++kk) {
+        // rint with the default mode: round half to even. |v/d| <= 127 so the cast is exact.
+        xq[row * ldxq + g * 32 + kk] = d == 0.0f ? 0 : static_cast<int8_t>(std::nearbyint(v[kk] / d));
+      }
+      xd[row * ldxd + g] = d;
+    }
+  }
+}
+
+void gemm_i8(const tb_strips& w, int64_t m, const int8_t* xq, int64_t ldxq, const float* xd,
+             int64_t ldxd, float* y, int64_t ldy) {
+  const int64_t ngroups = w.kp / 32;
+  const int64_t nsplit = split_plan(w.n, w.k);
+  std::vector<float> p(ngroups), t(ngroups);
+  for (int64_t row = 0; row < m; ++row) {
+    for (int64_t n = 0; n < w.n; ++n) {
+      for (int64_t g = 0; g < ngroups; ++g) {
+        int32_t isum = 0;  // exact: |isum| <= 32 * 127 * 127
+        for (int64_t kk = 0; kk < 32; ++kk) {
+          isum += weight_code(w, n, g * 32 + kk) * xq[row * ldxq + g * 32 + kk];
+        }
+        p[g] = static_cast<float>(isum);                    // exact: fits 24 bits
+        t[g] = weight_scale(w, n, g) * xd[row * ldxd + g];  // one rounding
+      }
+      y[row * ldy + n] = fold_slices(p, t, nsplit);
+    }
+  }
+}
+
+void gemv_f32(const tb_matrix_f32& w, const float* x, float* y) {
+  for (int64_t r = 0; r < w.rows; ++r) {
+    float s[32];
+    for (int l = 0; l < 32; ++l) {  // lane l: columns l, l+32, l+64, ... ascending
+      s[l] = +0.0f;
+      for (int64_t c = l; c < w.cols; c += 32) s[l] = std::fma(w.data[r * w.cols + c], x[c], s[l]);
+    }
+    for (int off = 16; off >= 1; off /= 2) {  // halving tree
+      for (int l = 0; l < off; ++l) s[l] = s[l] + s[l + off];
+    }
+    y[r] = s[0];
+  }
+}
+
+void gdn_delta(const tb_gdn_args& a) {
+  assert(a.kh > 0 && a.vh % a.kh == 0);
+  const int64_t per_key = a.vh / a.kh;
+  for (int64_t vi = 0; vi < a.vh; ++vi) {
+    const float* q = a.q + (vi / per_key) * a.kd;
+    const float* k = a.k + (vi / per_key) * a.kd;
+    float* S = a.state + vi * a.kd * a.vd;  // [kd][vd]
+    const float alpha = tb_expf(a.g[vi]);
+    const float bt = a.beta[vi];
+    for (int64_t dv = 0; dv < a.vd; ++dv) {
+      const float vv = a.v[vi * a.vd + dv];
+      float kv = +0.0f;
+      for (int64_t dk = 0; dk < a.kd; ++dk) {
+        const float t = S[dk * a.vd + dv] * alpha;
+        S[dk * a.vd + dv] = t;
+        kv = std::fma(t, k[dk], kv);
+      }
+      const float tmp = (vv - kv) * bt;
+      float oa = +0.0f;
+      for (int64_t dk = 0; dk < a.kd; ++dk) {
+        const float t = std::fma(k[dk], tmp, S[dk * a.vd + dv]);
+        S[dk * a.vd + dv] = t;
+        oa = std::fma(t, q[dk], oa);
+      }
+      a.o[vi * a.vd + dv] = oa;
+    }
+  }
+}
+
+}  // namespace twinbit::ref
