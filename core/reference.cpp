@@ -45,24 +45,25 @@ float fold_slices(const std::vector<float>& p, const std::vector<float>& t, int6
 }
 }  // namespace
 
-void gemm_f32(const tb_strips& w, int64_t m, const float* x, int64_t ldx, float* y, int64_t ldy) {
+float gemm_f32_at(const tb_strips& w, const float* x_row, int64_t n) {
   const int64_t ngroups = w.kp / 32;
-  const int64_t nsplit = split_plan(w.n, w.k);
   std::vector<float> p(ngroups), ws(ngroups);
-  for (int64_t row = 0; row < m; ++row) {
-    for (int64_t n = 0; n < w.n; ++n) {
-      for (int64_t g = 0; g < ngroups; ++g) {  // group dot, sequential in k
-        float acc = +0.0f;
-        for (int64_t kk = 0; kk < 32; ++kk) {
-          const int64_t k = g * 32 + kk;
-          const float xv = k < w.k ? x[row * ldx + k] : +0.0f;
-          acc = std::fma(static_cast<float>(weight_code(w, n, k)), xv, acc);
-        }
-        p[g] = acc;
-        ws[g] = weight_scale(w, n, g);
-      }
-      y[row * ldy + n] = fold_slices(p, ws, nsplit);
+  for (int64_t g = 0; g < ngroups; ++g) {  // group dot, sequential in k
+    float acc = +0.0f;
+    for (int64_t kk = 0; kk < 32; ++kk) {
+      const int64_t k = g * 32 + kk;
+      const float xv = k < w.k ? x_row[k] : +0.0f;  // positions k >= K are +0
+      acc = std::fma(static_cast<float>(weight_code(w, n, k)), xv, acc);
     }
+    p[g] = acc;
+    ws[g] = weight_scale(w, n, g);
+  }
+  return fold_slices(p, ws, split_plan(w.n, w.k));
+}
+
+void gemm_f32(const tb_strips& w, int64_t m, const float* x, int64_t ldx, float* y, int64_t ldy) {
+  for (int64_t row = 0; row < m; ++row) {
+    for (int64_t n = 0; n < w.n; ++n) y[row * ldy + n] = gemm_f32_at(w, x + row * ldx, n);
   }
 }
 
@@ -89,22 +90,25 @@ void quantize_activations(int64_t m, int64_t k, const float* x, int64_t ldx, int
   }
 }
 
+float gemm_i8_at(const tb_strips& w, const int8_t* xq_row, const float* xd_row, int64_t n) {
+  const int64_t ngroups = w.kp / 32;
+  std::vector<float> p(ngroups), t(ngroups);
+  for (int64_t g = 0; g < ngroups; ++g) {
+    int32_t isum = 0;  // exact: |isum| <= 32 * 127 * 127
+    for (int64_t kk = 0; kk < 32; ++kk) {
+      isum += weight_code(w, n, g * 32 + kk) * xq_row[g * 32 + kk];
+    }
+    p[g] = static_cast<float>(isum);             // exact: fits 24 bits
+    t[g] = weight_scale(w, n, g) * xd_row[g];    // one rounding
+  }
+  return fold_slices(p, t, split_plan(w.n, w.k));
+}
+
 void gemm_i8(const tb_strips& w, int64_t m, const int8_t* xq, int64_t ldxq, const float* xd,
              int64_t ldxd, float* y, int64_t ldy) {
-  const int64_t ngroups = w.kp / 32;
-  const int64_t nsplit = split_plan(w.n, w.k);
-  std::vector<float> p(ngroups), t(ngroups);
   for (int64_t row = 0; row < m; ++row) {
     for (int64_t n = 0; n < w.n; ++n) {
-      for (int64_t g = 0; g < ngroups; ++g) {
-        int32_t isum = 0;  // exact: |isum| <= 32 * 127 * 127
-        for (int64_t kk = 0; kk < 32; ++kk) {
-          isum += weight_code(w, n, g * 32 + kk) * xq[row * ldxq + g * 32 + kk];
-        }
-        p[g] = static_cast<float>(isum);                    // exact: fits 24 bits
-        t[g] = weight_scale(w, n, g) * xd[row * ldxd + g];  // one rounding
-      }
-      y[row * ldy + n] = fold_slices(p, t, nsplit);
+      y[row * ldy + n] = gemm_i8_at(w, xq + row * ldxq, xd + row * ldxd, n);
     }
   }
 }

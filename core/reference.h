@@ -21,6 +21,9 @@ float weight_scale(const tb_strips& w, int64_t n, int64_t g);
 
 // gemm, activation mode F32. x [m][ldx] (k < K read), y [m][ldy] (n < N written).
 void gemm_f32(const tb_strips& w, int64_t m, const float* x, int64_t ldx, float* y, int64_t ldy);
+// One output element y[m][n] of gemm_f32 (x_row = x + m*ldx): what gemm_f32 computes for it.
+// Lets tools check a sample of the columns of a large projection.
+float gemm_f32_at(const tb_strips& w, const float* x_row, int64_t n);
 
 // The activation quantiser of mode I8, for rows of k values (k < K read, padding +0):
 // xq [m][ldxq] gets Kp codes per row, xd [m][ldxd] gets Kp/32 scales per row.
@@ -30,6 +33,8 @@ void quantize_activations(int64_t m, int64_t k, const float* x, int64_t ldx, int
 // gemm, activation mode I8, on already-quantised activations.
 void gemm_i8(const tb_strips& w, int64_t m, const int8_t* xq, int64_t ldxq, const float* xd,
              int64_t ldxd, float* y, int64_t ldy);
+// One output element of gemm_i8 (xq_row = xq + m*ldxq, xd_row = xd + m*ldxd).
+float gemm_i8_at(const tb_strips& w, const int8_t* xq_row, const float* xd_row, int64_t n);
 
 // y[r] = sum_c W[r][c] * x[c] in the 32-lane order of the source engine's warp kernel.
 void gemv_f32(const tb_matrix_f32& w, const float* x, float* y);
