@@ -1,0 +1,87 @@
+// The shape-only parts of the contract: split plan, slice bounds, fp16 decoding, and the
+// compiler guard (no contraction of a*b+c into an fma).
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "core/numerics.h"
+#include "tests/test_support.h"
+
+using namespace twinbit;
+using twinbit::testing::bits;
+
+TEST_SUITE("core") {
+
+TEST_CASE("split_plan follows the draft rule for the Qwen3-VL-2B shapes") {
+  CHECK(split_plan(2048, 2048) == 64);     // q/o: B = 2, ceil(512/2) = 256 > 64 groups
+  CHECK(split_plan(1024, 2048) == 64);     // k/v: B = 1
+  CHECK(split_plan(12288, 2048) == 43);    // gate_up: B = 12, ceil(512/12) = 43
+  CHECK(split_plan(2048, 6144) == 192);    // down: 192 groups, want 256
+  CHECK(split_plan(151936, 2048) == 4);    // lm_head: B = 149, ceil(512/149) = 4
+  CHECK(split_plan(1, 32) == 1);           // one group: never split
+  CHECK(split_plan(1000, 6144) == 192);
+  CHECK(split_plan(524288, 64) == 1);      // B = 512: no split
+  CHECK(split_plan(33, 100) == 4);         // K % 32 != 0: ngroups = 4
+}
+
+TEST_CASE("slices partition the groups, remainder first") {
+  // ngroups 10 into 3: [0,4) [4,7) [7,10)
+  CHECK(slice_begin(10, 3, 0) == 0);
+  CHECK(slice_end(10, 3, 0) == 4);
+  CHECK(slice_begin(10, 3, 1) == 4);
+  CHECK(slice_end(10, 3, 1) == 7);
+  CHECK(slice_begin(10, 3, 2) == 7);
+  CHECK(slice_end(10, 3, 2) == 10);
+  for (int64_t ng : {1, 2, 5, 64, 192, 4801}) {
+    for (int64_t ns = 1; ns <= ng && ns <= 300; ns += 7) {
+      int64_t next = 0;
+      for (int64_t z = 0; z < ns; ++z) {
+        CHECK(slice_begin(ng, ns, z) == next);
+        CHECK(slice_end(ng, ns, z) > slice_begin(ng, ns, z));
+        next = slice_end(ng, ns, z);
+      }
+      CHECK(next == ng);
+    }
+  }
+}
+
+TEST_CASE("fp16_to_float is exact for normals, subnormals, zeros, inf and NaN") {
+  CHECK(bits(fp16_to_float(0x0000)) == 0x00000000u);
+  CHECK(bits(fp16_to_float(0x8000)) == 0x80000000u);             // -0 stays -0
+  CHECK(fp16_to_float(0x3c00) == 1.0f);
+  CHECK(fp16_to_float(0x3800) == 0.5f);
+  CHECK(fp16_to_float(0xc000) == -2.0f);
+  CHECK(fp16_to_float(0x7bff) == 65504.0f);                      // largest half
+  CHECK(fp16_to_float(0x0001) == std::ldexp(1.0f, -24));         // smallest subnormal half
+  CHECK(fp16_to_float(0x03ff) == std::ldexp(1023.0f, -24));      // largest subnormal half
+  CHECK(fp16_to_float(0x0400) == std::ldexp(1.0f, -14));         // smallest normal half
+  CHECK(std::isinf(fp16_to_float(0x7c00)));
+  CHECK(fp16_to_float(0xfc00) < 0);
+  CHECK(std::isnan(fp16_to_float(0x7e00)));
+  // Every finite half equals its value computed independently in double.
+  for (uint32_t h = 0; h < 0x10000; ++h) {
+    const uint32_t e = (h >> 10) & 0x1f, m = h & 0x3ff;
+    if (e == 0x1f) continue;
+    double v = e == 0 ? std::ldexp(static_cast<double>(m), -24)
+                      : std::ldexp(1.0 + m / 1024.0, static_cast<int>(e) - 15);
+    if (h & 0x8000) v = -v;
+    REQUIRE(static_cast<double>(fp16_to_float(static_cast<uint16_t>(h))) == v);
+  }
+}
+
+// Compiled for an FMA-capable target on purpose: if -ffp-contract=off were lost, GCC would be
+// free to fuse this multiply-add into one fma here.
+__attribute__((target("fma"), noinline)) static float mul_then_add(float a, float b, float c) {
+  return a * b + c;
+}
+
+TEST_CASE("canary: a*b+c is not contracted into an fma") {
+  // a*b = 1 - 2^-46 exactly, which rounds to 1.0f; + (-1) gives 0. A fused fma gives -2^-46.
+  volatile float a = 1.0f + std::ldexp(1.0f, -23);
+  volatile float b = 1.0f - std::ldexp(1.0f, -23);
+  volatile float c = -1.0f;
+  CHECK(mul_then_add(a, b, c) == 0.0f);
+  CHECK(std::fma(a, b, c) == -std::ldexp(1.0f, -46));  // and the explicit fma is a real fma
+}
+
+}  // TEST_SUITE
