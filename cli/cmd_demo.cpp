@@ -1,0 +1,375 @@
+// `twinbit demo`: the whole promise on one screen. Generates (once) the synthetic Qwen3-VL-2B
+// projection set, binds it on every backend that can run here, runs every projection at M = 1
+// and M = 32 in both activation modes, and checks the bits:
+//   - every backend's full output is compared with every other backend's (memcmp), and
+//   - each output is compared with the scalar reference on a sample of columns (all of them for
+//     small projections), since the reference is too slow to run whole on lm_head in a demo.
+#include <algorithm>
+#include <cstring>
+#include <map>
+
+#include <nlohmann/json.hpp>
+
+#include "artifacts/synthetic.h"
+#include "cli/cli_common.h"
+#include "core/numerics.h"
+#include "core/op_checks.h"
+#include "core/reference.h"
+#include "core/registry.h"
+
+namespace twinbit::cli {
+namespace {
+
+struct DemoOptions {
+  uint64_t seed = 42;
+  bool json = false;
+  bool small = false;
+  std::vector<std::string> backends;  // empty = every built-in
+  std::string cache;
+  double ref_budget = 4e7;  // reference multiply-adds per case before sampling columns
+};
+
+struct Row {
+  std::string projection, shape, prec, mode, backend, note;
+  int64_t m = 0;
+  double time_us = 0;
+  bool bits_equal = false;
+  std::string checked;  // "all 2048 columns", "sampled 512 of 151936 columns", ...
+};
+
+struct LiveBackend {
+  Backend backend;
+  bool is_reference = false;  // its kernels ARE the scalar reference: no real comparison
+};
+
+// The columns checked against the reference: all, or (past the budget) the first and last strip
+// plus evenly spaced columns - a deterministic sample that always touches padding edges.
+std::vector<int64_t> reference_columns(int64_t n, int64_t per_column_cost, double budget) {
+  std::vector<int64_t> cols;
+  const int64_t want = std::max<int64_t>(64, static_cast<int64_t>(budget / std::max<int64_t>(1, per_column_cost)));
+  if (want >= n) {
+    for (int64_t c = 0; c < n; ++c) cols.push_back(c);
+    return cols;
+  }
+  for (int64_t c = 0; c < 32 && c < n; ++c) cols.push_back(c);
+  for (int64_t c = std::max<int64_t>(0, n - 32); c < n; ++c) cols.push_back(c);
+  const int64_t step = std::max<int64_t>(1, n / (want - 64));
+  for (int64_t c = 32; c < n - 32; c += step) cols.push_back(c);
+  std::sort(cols.begin(), cols.end());
+  cols.erase(std::unique(cols.begin(), cols.end()), cols.end());
+  return cols;
+}
+
+double time_call(const std::function<Status()>& call, Status& status) {
+  status = call();  // warm-up (and the result we check)
+  if (!status.ok()) return 0;
+  std::vector<double> t;
+  double spent = 0;
+  for (int i = 0; i < 5 && spent < 3e5; ++i) {
+    const double t0 = now_us();
+    Status s = call();
+    const double dt = now_us() - t0;
+    if (!s.ok()) {
+      status = s;
+      return 0;
+    }
+    t.push_back(dt);
+    spent += dt;
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+class Demo {
+ public:
+  explicit Demo(DemoOptions o) : opt_(std::move(o)) {}
+  int run();
+
+ private:
+  void log(const char* fmt, const std::string& a = "") const {
+    std::fprintf(stderr, fmt, a.c_str());
+  }
+  void run_gemm(const artifact::Entry& e, tb_weights_view view, std::map<std::string, BoundWeights>& bound);
+  void run_gemv(const artifact::Artifact& art);
+  void run_gdn(const artifact::Artifact& art);
+  void print_table() const;
+
+  DemoOptions opt_;
+  std::vector<LiveBackend> live_;
+  std::vector<std::string> skipped_;  // "cuda: UNAVAILABLE: no CUDA device"
+  std::vector<Row> rows_;
+};
+
+int Demo::run() {
+  const double t_start = now_us();
+  std::string dir = opt_.cache;
+  if (dir.empty()) {
+    auto d = cache_dir();
+    if (!d.ok()) return fail("demo", d.status());
+    dir = d.value();
+  }
+  auto art = open_or_make_synthetic(dir, opt_.seed, !opt_.small);
+  if (!art.ok()) return fail("demo", art.status());
+
+  std::vector<std::string> names = opt_.backends;
+  if (names.empty()) {
+    for (const BackendEntry& e : builtin_backends()) names.push_back(e.name);
+  }
+  for (const std::string& name : names) {
+    auto b = create_backend(name);
+    if (!b.ok()) {
+      if (b.status().code() == TB_INVALID_ARGUMENT) return fail("demo", b.status());
+      skipped_.push_back(name + ": " + b.status().to_string());
+      continue;
+    }
+    tb_op_desc probe{};
+    probe.op = TB_OP_GEMM;
+    probe.m = 1;
+    probe.n = 32;
+    probe.k = 32;
+    if (Status s = b->supports(probe); !s.ok()) {
+      skipped_.push_back(name + ": " + s.to_string());
+      continue;
+    }
+    const bool is_ref = b->features().find("reference") != std::string::npos;
+    live_.push_back(LiveBackend{std::move(b.value()), is_ref});
+  }
+  if (live_.empty()) return fail("demo", Error(TB_UNAVAILABLE, "no backend can run here"));
+  log("twinbit demo: backends: %s\n", [&] {
+    std::string s;
+    for (auto& l : live_) s += (s.empty() ? "" : ", ") + l.backend.name() + " (" + l.backend.device() + ")";
+    return s;
+  }());
+  for (const auto& s : skipped_) log("twinbit demo: not run: %s\n", s);
+
+  for (const artifact::Entry& e : art.value()->entries()) {
+    if (e.kind != TB_WEIGHTS_STRIPS) continue;
+    auto view = art.value()->view_verified(e);
+    if (!view.ok()) return fail("demo", view.status());
+    std::map<std::string, BoundWeights> bound;
+    for (LiveBackend& l : live_) {
+      auto w = l.backend.bind(view.value());
+      if (!w.ok()) return fail("demo", w.status());
+      bound.emplace(l.backend.name(), std::move(w.value()));
+    }
+    log("  running %s\n", e.name);
+    run_gemm(e, view.value(), bound);
+  }
+  run_gemv(*art.value());
+  run_gdn(*art.value());
+
+  // A row the backend does not claim (UNIMPLEMENTED) is reported as such, never as a pass.
+  const bool all_equal = std::all_of(rows_.begin(), rows_.end(), [](const Row& r) {
+    return r.bits_equal || r.checked == "unsupported";
+  });
+  if (opt_.json) {
+    nlohmann::json j;
+    j["rows"] = nlohmann::json::array();
+    for (const Row& r : rows_) {
+      j["rows"].push_back({{"projection", r.projection}, {"backend", r.backend}, {"m", r.m},
+                           {"mode", r.mode}, {"prec", r.prec}, {"time_us", r.time_us},
+                           {"bits_equal", r.bits_equal}, {"checked", r.checked}});
+    }
+    j["not_run"] = skipped_;
+    j["all_bits_equal"] = all_equal;
+    std::printf("%s\n", j.dump(2).c_str());
+  } else {
+    print_table();
+    std::printf("\n%zu rows, %s; %s in total.\n", rows_.size(),
+                all_equal ? "every row bit-equal" : "SOME ROWS DIFFER",
+                format_time_us(now_us() - t_start).c_str());
+  }
+  return all_equal ? 0 : 2;
+}
+
+void Demo::run_gemm(const artifact::Entry& e, tb_weights_view view, std::map<std::string, BoundWeights>& bound) {
+  const tb_strips& w = view.strips;
+  const std::string base = e.name.substr(0, e.name.rfind('.'));
+  for (int64_t m : {int64_t{1}, int64_t{32}}) {
+    const std::vector<float> x = make_activations(opt_.seed, base, m, w.k);
+    const int64_t ng = w.kp / 32;
+    std::vector<int8_t> xq(static_cast<size_t>(m * w.kp));
+    std::vector<float> xd(static_cast<size_t>(m * ng));
+    ref::quantize_activations(m, w.k, x.data(), w.k, xq.data(), w.kp, xd.data(), ng);
+    for (tb_act_mode mode : {TB_ACT_F32, TB_ACT_I8}) {
+      tb_gemm_args a{};
+      a.mode = mode;
+      a.m = m;
+      a.x = x.data();
+      a.ldx = w.k;
+      a.xq = xq.data();
+      a.ldxq = w.kp;
+      a.xd = xd.data();
+      a.ldxd = ng;
+      a.ldy = w.n;
+      // The reference on a sample of columns, every row.
+      const std::vector<int64_t> cols = reference_columns(w.n, m * w.kp, opt_.ref_budget);
+      std::vector<float> want(cols.size() * m);
+      for (int64_t r = 0; r < m; ++r) {
+        for (size_t i = 0; i < cols.size(); ++i) {
+          want[r * cols.size() + i] = mode == TB_ACT_F32
+              ? ref::gemm_f32_at(w, x.data() + r * w.k, cols[i])
+              : ref::gemm_i8_at(w, xq.data() + r * w.kp, xd.data() + r * ng, cols[i]);
+        }
+      }
+      const std::string checked = cols.size() == static_cast<size_t>(w.n)
+          ? Format("reference, all %lld columns", (long long)w.n)
+          : Format("reference on %zu of %lld columns", cols.size(), (long long)w.n);
+      std::vector<float> first;  // the first backend's full output: the others must equal it
+      for (LiveBackend& l : live_) {
+        std::vector<float> y(static_cast<size_t>(m * w.n), std::numeric_limits<float>::quiet_NaN());
+        a.y = y.data();
+        const BoundWeights& bw = bound.at(l.backend.name());
+        Status st;
+        const double us = time_call([&] { return l.backend.gemm(bw, a); }, st);
+        Row row{base, Format("%lldx%lld", (long long)w.k, (long long)w.n), prec_name(w.prec),
+                mode == TB_ACT_F32 ? "f32" : "i8", l.backend.name(), "", m, us, false, checked};
+        if (!st.ok()) {
+          row.note = st.to_string();
+          row.checked = st.code() == TB_UNIMPLEMENTED ? "unsupported" : "failed";
+          rows_.push_back(row);
+          continue;
+        }
+        bool equal = true;
+        for (int64_t r = 0; r < m && equal; ++r) {
+          for (size_t i = 0; i < cols.size(); ++i) {
+            const float got = y[r * w.n + cols[i]];
+            if (std::memcmp(&got, &want[r * cols.size() + i], 4) != 0) {
+              equal = false;
+              row.note = Format("row %lld column %lld differs from the reference", (long long)r, (long long)cols[i]);
+              break;
+            }
+          }
+        }
+        if (first.empty()) {
+          first = y;
+        } else if (std::memcmp(first.data(), y.data(), y.size() * 4) != 0) {
+          equal = false;
+          row.note = "full output differs from " + live_.front().backend.name();
+        } else {
+          row.checked += ", full output = " + live_.front().backend.name();
+        }
+        if (l.is_reference) row.checked = "IS the reference (its kernels are the scalar reference)";
+        row.bits_equal = equal;
+        rows_.push_back(row);
+      }
+    }
+  }
+}
+
+void Demo::run_gemv(const artifact::Artifact& art) {
+  const artifact::Entry* ea = art.find("ssm_beta");
+  const artifact::Entry* eb = art.find("ssm_a");
+  if (!ea || !eb) return;
+  auto va = art.view_verified(*ea);
+  auto vb = art.view_verified(*eb);
+  if (!va.ok() || !vb.ok()) return;
+  const tb_matrix_f32& ma = va.value().matrix;
+  const tb_matrix_f32& mb = vb.value().matrix;
+  const std::vector<float> x = make_activations(opt_.seed, "ssm", 1, ma.cols);
+  std::vector<float> want_a(ma.rows), want_b(mb.rows);
+  ref::gemv_f32(ma, x.data(), want_a.data());
+  ref::gemv_f32(mb, x.data(), want_b.data());
+  for (LiveBackend& l : live_) {
+    Row row{"ssm_beta+ssm_a", Format("%lldx%lld x2", (long long)ma.cols, (long long)ma.rows), "f32",
+            "f32", l.backend.name(), "", 1, 0, false,
+            l.is_reference ? "IS the reference" : "reference, all rows of both"};
+    auto wa = l.backend.bind(va.value());
+    auto wb = l.backend.bind(vb.value());
+    if (!wa.ok() || !wb.ok()) {
+      const Status& why = !wa.ok() ? wa.status() : wb.status();
+      row.note = why.to_string();
+      row.checked = why.code() == TB_UNIMPLEMENTED ? "unsupported" : "failed";
+      rows_.push_back(row);
+      continue;
+    }
+    std::vector<float> ya(ma.rows), yb(mb.rows);
+    Status st;
+    row.time_us = time_call([&] { return l.backend.gemv_f32_pair(wa.value(), wb.value(), x.data(), ya.data(), yb.data()); }, st);
+    if (!st.ok()) {
+      row.note = st.to_string();
+      row.checked = "failed";
+    } else {
+      row.bits_equal = std::memcmp(ya.data(), want_a.data(), ya.size() * 4) == 0 &&
+                       std::memcmp(yb.data(), want_b.data(), yb.size() * 4) == 0;
+    }
+    rows_.push_back(row);
+  }
+}
+
+void Demo::run_gdn(const artifact::Artifact& art) {
+  const char* names[] = {"gdn.state", "gdn.q", "gdn.k", "gdn.v", "gdn.g", "gdn.beta"};
+  std::vector<const float*> p;
+  for (const char* n : names) {
+    const artifact::Entry* e = art.find(n);
+    if (!e) return;
+    auto v = art.view_verified(*e);
+    if (!v.ok()) return;
+    p.push_back(v.value().matrix.data);
+  }
+  const artifact::Entry* es = art.find("gdn.state");
+  const artifact::Entry* eq = art.find("gdn.q");
+  const artifact::Entry* ev = art.find("gdn.v");
+  const int64_t kd = eq->k, vd = ev->k, vh = ev->n, kh = eq->n;
+  if (es->n != vh * kd || es->k != vd) return;
+  std::vector<float> want_s(p[0], p[0] + vh * kd * vd), want_o(vh * vd);
+  tb_gdn_args ra{vh, kh, kd, vd, want_s.data(), p[1], p[2], p[3], p[4], p[5], want_o.data()};
+  ref::gdn_delta(ra);
+  for (LiveBackend& l : live_) {
+    Row row{"gdn_delta", Format("%lldx%lldx%lld", (long long)vh, (long long)kd, (long long)vd), "f32",
+            "f32", l.backend.name(), "", 1, 0, false,
+            l.is_reference ? "IS the reference" : "reference, state and output"};
+    std::vector<float> s, o(vh * vd);
+    tb_gdn_args a{vh, kh, kd, vd, nullptr, p[1], p[2], p[3], p[4], p[5], o.data()};
+    Status st;
+    // Each timed call starts from the artifact's state, so the checked result is one step.
+    row.time_us = time_call([&] {
+      s.assign(p[0], p[0] + vh * kd * vd);
+      a.state = s.data();
+      return l.backend.gdn_delta(a);
+    }, st);
+    if (!st.ok()) {
+      row.note = st.to_string();
+      row.checked = st.code() == TB_UNIMPLEMENTED ? "unsupported" : "failed";
+    } else {
+      row.bits_equal = std::memcmp(s.data(), want_s.data(), s.size() * 4) == 0 &&
+                       std::memcmp(o.data(), want_o.data(), o.size() * 4) == 0;
+    }
+    rows_.push_back(row);
+  }
+}
+
+void Demo::print_table() const {
+  std::printf("twinbit demo: synthetic Qwen3-VL-2B projections (seed %llu); bits compared with memcmp\n\n",
+              static_cast<unsigned long long>(opt_.seed));
+  std::printf("%-16s %-12s %-4s %-4s %3s %-8s %11s  %-5s %s\n", "projection", "KxN", "prec", "mode",
+              "M", "backend", "time", "equal", "checked");
+  for (const Row& r : rows_) {
+    std::printf("%-16s %-12s %-4s %-4s %3lld %-8s %11s  %-5s %s%s%s\n", r.projection.c_str(),
+                r.shape.c_str(), r.prec.c_str(), r.mode.c_str(), static_cast<long long>(r.m),
+                r.backend.c_str(), format_time_us(r.time_us).c_str(),
+                r.bits_equal ? "yes" : (r.checked == "unsupported" ? "n/a" : "NO"),
+                r.checked.c_str(), r.note.empty() ? "" : " -- ", r.note.c_str());
+  }
+  for (const auto& s : skipped_) std::printf("not run: %s\n", s.c_str());
+}
+
+}  // namespace
+
+Command add_demo(CLI::App& root) {
+  auto opt = std::make_shared<DemoOptions>();
+  CLI::App* app = root.add_subcommand(
+      "demo",
+      "Run every projection of the synthetic Qwen3-VL-2B model at M = 1 and 32, in both\n"
+      "activation modes, on every backend that can run here, and check the bits against the\n"
+      "scalar reference and across backends. The artifact is generated into the cache folder\n"
+      "($TWINBIT_CACHE, else ~/.cache/twinbit) on first use.");
+  app->add_option("--seed", opt->seed, "Seed of the synthetic weights and inputs")->capture_default_str();
+  app->add_flag("--json", opt->json, "Print one JSON object {\"rows\": [...]} instead of the table");
+  app->add_flag("--small", opt->small, "Leave out lm_head (151936 x 2048): a faster run");
+  app->add_option("--backends", opt->backends, "Only these backends (comma-separated)")->delimiter(',');
+  app->add_option("--cache", opt->cache, "Folder for the generated artifact");
+  return Command{app, [opt] { return Demo(*opt).run(); }};
+}
+
+}  // namespace twinbit::cli

@@ -1,0 +1,49 @@
+// `twinbit pack`: writes a strip-cache artifact. For now from the synthetic model generator.
+#include "artifacts/synthetic.h"
+#include "cli/cli_common.h"
+
+namespace twinbit::cli {
+namespace {
+struct PackOptions {
+  bool synthetic = false;
+  std::string out;
+  uint64_t seed = 42;
+  bool small = false;
+  std::vector<std::string> precs = {"q8", "q4"};
+};
+
+int run_pack(const PackOptions& o) {
+  if (!o.synthetic) {
+    return fail("pack", Error(TB_INVALID_ARGUMENT, "nothing to pack: give --synthetic (importing "
+                                                   "GGUF or safetensors files is not built yet)"));
+  }
+  synthetic::Options so;
+  so.seed = o.seed;
+  so.include_lm_head = !o.small;
+  so.precisions.clear();
+  for (const std::string& p : o.precs) so.precisions.push_back(p == "q8" ? TB_PREC_Q8 : TB_PREC_Q4);
+  so.progress = [](const std::string& line) { std::fprintf(stderr, "  %s\n", line.c_str()); };
+  const double t0 = now_us();
+  if (Status s = synthetic::write_model(o.out, so); !s.ok()) return fail("pack", s);
+  auto art = artifact::Artifact::open(o.out);
+  if (!art.ok()) return fail("pack", art.status());
+  std::printf("wrote %s: %zu entries, %s, in %s\n", o.out.c_str(), art.value()->entries().size(),
+              format_bytes(art.value()->file_bytes()).c_str(), format_time_us(now_us() - t0).c_str());
+  return 0;
+}
+}  // namespace
+
+Command add_pack(CLI::App& root) {
+  auto opt = std::make_shared<PackOptions>();
+  CLI::App* app = root.add_subcommand("pack", "Write a strip-cache artifact (atomically: a "
+                                              "failure never leaves a file that looks valid).");
+  app->add_flag("--synthetic", opt->synthetic, "Pack the synthetic Qwen3-VL-2B projection set");
+  app->add_option("-o,--output", opt->out, "Artifact file to write")->required();
+  app->add_option("--seed", opt->seed, "Seed of the synthetic weights")->capture_default_str();
+  app->add_flag("--small", opt->small, "Leave out lm_head");
+  app->add_option("--prec", opt->precs, "Precisions to pack")
+      ->delimiter(',')->check(CLI::IsMember({"q8", "q4"}))->capture_default_str();
+  return Command{app, [opt] { return run_pack(*opt); }};
+}
+
+}  // namespace twinbit::cli
