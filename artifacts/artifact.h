@@ -9,11 +9,12 @@
 // binds through. An Artifact is immutable after open and may be shared by threads; views stay
 // valid while it lives.
 //
-// Writing: Writer collects entries in memory (by copy or by borrowed span) and write() produces
-// the file atomically: a temporary file in the same folder, fsync, rename. A failure leaves no
-// file that looks valid.
+// Writing: Writer collects entries in memory (by copy, or adopting owned buffers) and write()
+// produces the file atomically: a temporary file in the same folder, fsync, rename, fsync of the
+// folder. A failure removes the temporary file and leaves the target path untouched.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -83,7 +84,10 @@ class Artifact {
   uint32_t version_ = 0;
   Provenance provenance_;
   std::vector<Entry> entries_;
-  mutable std::vector<uint8_t> verified_;  // per entry: 1 once verify() passed
+  bool mapped_ = false;  // base_ is this object's mmap (open) rather than borrowed bytes (parse)
+  // Per entry: set once verify() passed. Atomic so concurrent view_verified() calls are safe; two
+  // threads may both verify the same entry the first time, which is harmless.
+  mutable std::unique_ptr<std::atomic<bool>[]> verified_;
   friend class Reader;
 };
 
@@ -98,6 +102,12 @@ class Writer {
                     std::span<const uint8_t> codes, std::span<const uint16_t> scales,
                     std::vector<FusedRange> ranges = {},
                     std::vector<std::string> source_tensors = {});
+  // The same, taking ownership of the buffers instead of copying them (lm_head's codes are
+  // hundreds of MB). The buffers are consumed even when the call fails.
+  Status adopt_strips(const std::string& name, tb_prec prec, int64_t n, int64_t k,
+                      std::vector<uint8_t>&& codes, std::vector<uint16_t>&& scales,
+                      std::vector<FusedRange> ranges = {},
+                      std::vector<std::string> source_tensors = {});
   // A row-major float matrix [rows][cols]: data is copied.
   Status add_matrix(const std::string& name, int64_t rows, int64_t cols,
                     std::span<const float> data, std::vector<std::string> source_tensors = {});
@@ -111,6 +121,7 @@ class Writer {
     Entry entry;
     std::vector<std::vector<uint8_t>> payloads;
   };
+  Status add_pending(Entry entry, std::vector<std::vector<uint8_t>> payloads);
   std::vector<Pending> pending_;
 };
 

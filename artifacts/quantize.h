@@ -39,7 +39,17 @@ struct PackedStrips {
 // canonical layout: quantise each (column, group) block, then place it in its tile. K not a
 // multiple of 32 is padded with zeros before quantising (as llama.cpp requires K % 32 == 0,
 // those tails have no GGUF equivalent).
+// Parallel over strips (oneTBB); the result does not depend on the thread count.
 PackedStrips pack_strips(const float* w, int64_t n, int64_t k, tb_prec prec);
+
+// The pieces of pack_strips, for packers that produce rows a block at a time instead of holding
+// the whole float matrix (the synthetic model's lm_head):
+// An all-padding strip set of the shape (codes 0, q4 nibbles 8, scales 0). The shape must be
+// valid (1 <= n, k <= kMaxDim, prec known).
+PackedStrips make_strips(tb_prec prec, int64_t n, int64_t k);
+// Quantises output columns [n0, n0 + rows) of dst from float rows (row r at w + r * ldw, dst.k
+// floats each). Calls for disjoint column sets may run concurrently on the same dst.
+void pack_rows(PackedStrips& dst, int64_t n0, int64_t rows, const float* w, int64_t ldw);
 
 // Re-tiles GGUF block rows without re-quantising: `blocks` holds n rows of k/32 blocks
 // (q8_0: 2-byte fp16 d + 32 int8; q4_0: 2-byte d + 16 bytes qs). k must be a multiple of 32.
