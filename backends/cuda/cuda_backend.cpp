@@ -1,0 +1,672 @@
+// The CUDA backend: device-resident weights, pinned staging, one synchronisation per call.
+//
+// Per call the backend leases a Lane (a stream, pinned host staging for inputs and outputs,
+// device buffers, the gemm workspace and the captured graphs); a lane serves one call at a time
+// and returns to a pool, so concurrent host threads never share staging, and the pool grows to
+// the number of threads calling at once. Weights live in device memory from bind to release.
+#include "backends/cuda/cuda_backend.h"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "backends/cuda/cuda_status.h"
+#include "core/numerics.h"
+#include "core/op_checks.h"
+
+namespace twinbit::cuda {
+namespace {
+
+constexpr size_t kMaxPartialBytes = size_t{256} << 20;  // gemm workspace cap; rows are chunked past it
+constexpr size_t kBindChunk = size_t{32} << 20;         // pinned staging slot for uploads
+constexpr size_t kMaxGraphsPerLane = 64;
+
+struct DeviceBuffer {
+  void* p = nullptr;
+  size_t cap = 0;
+};
+struct PinnedBuffer {
+  void* p = nullptr;
+  size_t cap = 0;
+};
+
+size_t round_up(size_t v) { return (v + 65535) / 65536 * 65536; }
+
+Status device_oom(size_t bytes, const char* what) {
+  (void)cudaGetLastError();
+  size_t free_b = 0, total_b = 0;
+  (void)cudaMemGetInfo(&free_b, &total_b);
+  return Error(TB_RESOURCE_EXHAUSTED, "cuda: out of device memory allocating %zu bytes for %s "
+               "(%zu of %zu bytes free)", bytes, what, free_b, total_b);
+}
+
+// Grows b to at least `bytes`; contents are not kept. Sets *moved when the buffer was replaced.
+Status grow(DeviceBuffer& b, size_t bytes, const char* what, bool* moved) {
+  if (bytes <= b.cap) return Status();
+  if (b.p) TB_CUDA_TRY(cudaFree(b.p));
+  b.p = nullptr;
+  b.cap = 0;
+  const size_t want = round_up(bytes);
+  if (cudaMalloc(&b.p, want) != cudaSuccess) {
+    b.p = nullptr;
+    return device_oom(want, what);
+  }
+  b.cap = want;
+  *moved = true;
+  return Status();
+}
+Status grow(PinnedBuffer& b, size_t bytes, const char* what, bool* moved) {
+  if (bytes <= b.cap) return Status();
+  if (b.p) TB_CUDA_TRY(cudaFreeHost(b.p));
+  b.p = nullptr;
+  b.cap = 0;
+  const size_t want = round_up(bytes);
+  if (cudaMallocHost(&b.p, want) != cudaSuccess) {
+    (void)cudaGetLastError();
+    b.p = nullptr;
+    return Error(TB_RESOURCE_EXHAUSTED, "cuda: cannot allocate %zu bytes of pinned host memory "
+                 "for %s", want, what);
+  }
+  b.cap = want;
+  *moved = true;
+  return Status();
+}
+
+struct Bound {
+  uint64_t id = 0;  // unique per bind (graph keys never confuse a freed handle with a new one)
+  tb_weights_kind kind = TB_WEIGHTS_STRIPS;
+  DeviceStrips strips;
+  void* d_codes = nullptr;
+  void* d_scales = nullptr;
+  float* d_matrix = nullptr;  // (rows, cols)
+  int64_t rows = 0, cols = 0;
+  BindReport report;
+  ~Bound() {
+    if (d_codes) cudaFree(d_codes);
+    if (d_scales) cudaFree(d_scales);
+    if (d_matrix) cudaFree(d_matrix);
+  }
+};
+
+struct GraphKey {
+  uint64_t bind_id;
+  int64_t m;
+  int mode;
+  bool operator<(const GraphKey& o) const {
+    return std::tie(bind_id, m, mode) < std::tie(o.bind_id, o.m, o.mode);
+  }
+};
+
+struct Lane {
+  cudaStream_t stream = nullptr;
+  PinnedBuffer h_in, h_out;
+  DeviceBuffer d_in, d_out, d_aux, d_partial, d_counters;
+  std::map<GraphKey, cudaGraphExec_t> graphs;  // valid while no buffer above moves
+
+  void drop_graphs() {
+    for (auto& [key, exec] : graphs) cudaGraphExecDestroy(exec);
+    graphs.clear();
+  }
+  ~Lane() {
+    drop_graphs();
+    for (DeviceBuffer* b : {&d_in, &d_out, &d_aux, &d_partial, &d_counters}) {
+      if (b->p) cudaFree(b->p);
+    }
+    for (PinnedBuffer* b : {&h_in, &h_out}) {
+      if (b->p) cudaFreeHost(b->p);
+    }
+    if (stream) cudaStreamDestroy(stream);
+  }
+};
+
+struct Ctx {
+  int device = 0;
+  std::string device_desc;
+  uint64_t memory_bytes = 0;
+
+  std::mutex lanes_mu;
+  std::vector<std::unique_ptr<Lane>> lanes;
+  std::vector<Lane*> free_lanes;
+
+  std::mutex bind_mu;  // one upload at a time through the two pinned slots
+  cudaStream_t bind_stream = nullptr;
+  void* bind_slot[2] = {nullptr, nullptr};
+  cudaEvent_t bind_done[2] = {nullptr, nullptr};
+
+  std::atomic<uint64_t> next_bind_id{1};
+  std::atomic<bool> use_graphs{true};
+  std::atomic<int> gdn_variant{0};
+
+  ~Ctx() {
+    lanes.clear();
+    for (int i = 0; i < 2; ++i) {
+      if (bind_slot[i]) cudaFreeHost(bind_slot[i]);
+      if (bind_done[i]) cudaEventDestroy(bind_done[i]);
+    }
+    if (bind_stream) cudaStreamDestroy(bind_stream);
+  }
+};
+
+// A leased lane, returned to the pool on destruction.
+class LaneLease {
+ public:
+  explicit LaneLease(Ctx& c) : c_(c) {}
+  ~LaneLease() {
+    if (lane_) {
+      std::lock_guard<std::mutex> lock(c_.lanes_mu);
+      c_.free_lanes.push_back(lane_);
+    }
+  }
+  Status acquire() {
+    {
+      std::lock_guard<std::mutex> lock(c_.lanes_mu);
+      if (!c_.free_lanes.empty()) {
+        lane_ = c_.free_lanes.back();
+        c_.free_lanes.pop_back();
+        return Status();
+      }
+    }
+    auto fresh = std::make_unique<Lane>();
+    TB_CUDA_TRY(cudaStreamCreateWithFlags(&fresh->stream, cudaStreamNonBlocking));
+    std::lock_guard<std::mutex> lock(c_.lanes_mu);
+    lane_ = fresh.get();
+    c_.lanes.push_back(std::move(fresh));
+    return Status();
+  }
+  Lane& operator*() const { return *lane_; }
+
+ private:
+  Ctx& c_;
+  Lane* lane_ = nullptr;
+};
+
+Ctx& ctx_of(void* c) { return *static_cast<Ctx*>(c); }
+
+// ---- describe / supports ---------------------------------------------------------------------
+
+tb_code describe(void* c, tb_backend_info* out, tb_error*) {
+  const Ctx& ctx = ctx_of(c);
+  *out = {};
+  out->name = "cuda";
+  out->device = ctx.device_desc.c_str();
+  out->features = "gemm.q8,gemm.q4,act.f32,act.i8,gemv_f32,gemv_f32_pair,gdn_delta";
+  out->memory_bytes = ctx.memory_bytes;
+  return TB_OK;
+}
+
+tb_code supports(void*, const tb_op_desc* op, tb_error* err) {
+  switch (op->op) {
+    case TB_OP_GEMM:
+      if (op->prec != TB_PREC_Q8 && op->prec != TB_PREC_Q4) {
+        return Error(TB_INVALID_ARGUMENT, "cuda: strip precision %d is unknown",
+                     static_cast<int>(op->prec)).to_c(err);
+      }
+      if (op->mode != TB_ACT_F32 && op->mode != TB_ACT_I8) {
+        return Error(TB_INVALID_ARGUMENT, "cuda: activation mode %d is unknown",
+                     static_cast<int>(op->mode)).to_c(err);
+      }
+      if (const char* why = gemm_unsupported_reason(op->n, op->k)) {
+        return Error(TB_UNIMPLEMENTED, "cuda: %s (K = %lld)", why,
+                     static_cast<long long>(op->k)).to_c(err);
+      }
+      return TB_OK;
+    case TB_OP_GEMV_F32:
+    case TB_OP_GEMV_F32_PAIR:
+    case TB_OP_GDN_DELTA:
+      return TB_OK;
+  }
+  return Error(TB_UNIMPLEMENTED, "cuda: operation %d is unknown", static_cast<int>(op->op)).to_c(err);
+}
+
+// ---- weights ---------------------------------------------------------------------------------
+
+// Copies host bytes to device memory through two pinned slots: the memcpy into one slot overlaps
+// the DMA of the other (pageable sources would serialise every async copy).
+Status upload(Ctx& c, void* dst, const void* src, size_t bytes) {
+  std::lock_guard<std::mutex> lock(c.bind_mu);
+  if (!c.bind_stream) {
+    TB_CUDA_TRY(cudaStreamCreateWithFlags(&c.bind_stream, cudaStreamNonBlocking));
+    for (int i = 0; i < 2; ++i) {
+      if (cudaMallocHost(&c.bind_slot[i], kBindChunk) != cudaSuccess) {
+        (void)cudaGetLastError();
+        c.bind_slot[i] = nullptr;
+        return Error(TB_RESOURCE_EXHAUSTED, "cuda: cannot allocate %zu bytes of pinned staging",
+                     kBindChunk);
+      }
+      TB_CUDA_TRY(cudaEventCreateWithFlags(&c.bind_done[i], cudaEventDisableTiming));
+    }
+  }
+  size_t i = 0;
+  for (size_t off = 0; off < bytes; off += kBindChunk, ++i) {
+    const size_t len = std::min(kBindChunk, bytes - off);
+    const int slot = static_cast<int>(i & 1);
+    TB_CUDA_TRY(cudaEventSynchronize(c.bind_done[slot]));  // the slot's previous DMA is done
+    std::memcpy(c.bind_slot[slot], static_cast<const char*>(src) + off, len);
+    TB_CUDA_TRY(cudaMemcpyAsync(static_cast<char*>(dst) + off, c.bind_slot[slot], len,
+                                cudaMemcpyHostToDevice, c.bind_stream));
+    TB_CUDA_TRY(cudaEventRecord(c.bind_done[slot], c.bind_stream));
+  }
+  TB_CUDA_TRY(cudaStreamSynchronize(c.bind_stream));
+  return Status();
+}
+
+Status alloc_weights(void** p, size_t bytes, const char* what) {
+  if (cudaMalloc(p, bytes) != cudaSuccess) {
+    *p = nullptr;
+    return device_oom(bytes, what);
+  }
+  return Status();
+}
+
+Status bind_impl(Ctx& c, const tb_weights_view& v, void** out_handle) {
+  TB_CUDA_TRY(cudaSetDevice(c.device));
+  const auto t0 = std::chrono::steady_clock::now();
+  auto b = std::make_unique<Bound>();
+  b->id = c.next_bind_id.fetch_add(1);
+  b->kind = v.kind;
+  if (v.kind == TB_WEIGHTS_STRIPS) {
+    const tb_strips& s = v.strips;
+    TB_RETURN_IF_ERROR(check_strips(s));
+    char what[160];
+    std::snprintf(what, sizeof what, "the codes of a %s strip set N = %lld, K = %lld",
+                  prec_name(s.prec), static_cast<long long>(s.n), static_cast<long long>(s.k));
+    TB_RETURN_IF_ERROR(alloc_weights(&b->d_codes, s.codes_bytes, what));
+    std::snprintf(what, sizeof what, "the scales of a %s strip set N = %lld, K = %lld",
+                  prec_name(s.prec), static_cast<long long>(s.n), static_cast<long long>(s.k));
+    TB_RETURN_IF_ERROR(alloc_weights(&b->d_scales, s.scales_bytes, what));
+    TB_RETURN_IF_ERROR(upload(c, b->d_codes, s.codes, s.codes_bytes));  // q4 stays packed
+    TB_RETURN_IF_ERROR(upload(c, b->d_scales, s.scales, s.scales_bytes));
+    b->strips.prec = s.prec;
+    b->strips.n = s.n;
+    b->strips.k = s.k;
+    b->strips.np = s.np;
+    b->strips.kp = s.kp;
+    b->strips.codes = static_cast<const uint8_t*>(b->d_codes);
+    b->strips.scales = static_cast<const uint16_t*>(b->d_scales);
+    b->report.bytes = s.codes_bytes + s.scales_bytes;
+  } else if (v.kind == TB_WEIGHTS_F32) {
+    const tb_matrix_f32& m = v.matrix;
+    TB_RETURN_IF_ERROR(check_matrix(m));
+    const size_t bytes = static_cast<size_t>(m.rows) * static_cast<size_t>(m.cols) * 4;
+    void* p = nullptr;
+    TB_RETURN_IF_ERROR(alloc_weights(&p, bytes, "a float matrix"));
+    b->d_matrix = static_cast<float*>(p);
+    TB_RETURN_IF_ERROR(upload(c, p, m.data, bytes));
+    b->rows = m.rows;
+    b->cols = m.cols;
+    b->report.bytes = bytes;
+  } else {
+    return Error(TB_INVALID_ARGUMENT, "cuda: weights kind %d is unknown", static_cast<int>(v.kind));
+  }
+  b->report.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  *out_handle = b.release();
+  return Status();
+}
+
+tb_code weights_bind(void* c, const tb_weights_view* v, void** out_handle, tb_error* err) {
+  *out_handle = nullptr;
+  return bind_impl(ctx_of(c), *v, out_handle).to_c(err);
+}
+
+void weights_release(void*, void* handle) { delete static_cast<Bound*>(handle); }
+
+// ---- gemm ------------------------------------------------------------------------------------
+
+struct GemmPlan {
+  int64_t m = 0, rows_per_launch = 0;
+  size_t in_bytes = 0, out_bytes = 0, x_off_xd = 0;
+};
+
+// Enqueues the call's device work on the lane's stream: one H2D copy, the launches, one D2H copy.
+Status enqueue_gemm(Lane& l, const DeviceStrips& w, tb_act_mode mode, const GemmPlan& p) {
+  TB_CUDA_TRY(cudaMemcpyAsync(l.d_in.p, l.h_in.p, p.in_bytes, cudaMemcpyHostToDevice, l.stream));
+  for (int64_t r0 = 0; r0 < p.m; r0 += p.rows_per_launch) {
+    GemmLaunch a;
+    a.mode = mode;
+    a.m = std::min(p.rows_per_launch, p.m - r0);
+    if (mode == TB_ACT_F32) {
+      a.x = static_cast<const float*>(l.d_in.p) + r0 * w.kp;
+    } else {
+      a.xq = static_cast<const int8_t*>(l.d_in.p) + r0 * w.kp;
+      a.xd = reinterpret_cast<const float*>(static_cast<const char*>(l.d_in.p) + p.x_off_xd) +
+             r0 * (w.kp / 32);
+    }
+    a.y = static_cast<float*>(l.d_out.p) + r0 * w.n;
+    a.partial = static_cast<float*>(l.d_partial.p);
+    a.counters = static_cast<unsigned*>(l.d_counters.p);
+    TB_RETURN_IF_ERROR(launch_gemm(w, a, l.stream));
+  }
+  TB_CUDA_TRY(cudaMemcpyAsync(l.h_out.p, l.d_out.p, p.out_bytes, cudaMemcpyDeviceToHost, l.stream));
+  return Status();
+}
+
+Status run_gemm_graph(Lane& l, const Bound& b, tb_act_mode mode, const GemmPlan& p) {
+  const GraphKey key{b.id, p.m, static_cast<int>(mode)};
+  auto it = l.graphs.find(key);
+  if (it == l.graphs.end()) {
+    if (l.graphs.size() >= kMaxGraphsPerLane) l.drop_graphs();
+    TB_CUDA_TRY(cudaStreamBeginCapture(l.stream, cudaStreamCaptureModeThreadLocal));
+    const Status enq = enqueue_gemm(l, b.strips, mode, p);
+    cudaGraph_t graph = nullptr;
+    const cudaError_t end = cudaStreamEndCapture(l.stream, &graph);  // always end the capture
+    if (!enq.ok()) {
+      if (graph) cudaGraphDestroy(graph);
+      return enq;
+    }
+    TB_CUDA_TRY(end);
+    cudaGraphExec_t exec = nullptr;
+    const cudaError_t inst = cudaGraphInstantiate(&exec, graph, 0);
+    cudaGraphDestroy(graph);
+    TB_CUDA_TRY(inst);
+    it = l.graphs.emplace(key, exec).first;
+  }
+  TB_CUDA_TRY(cudaGraphLaunch(it->second, l.stream));
+  return Status();
+}
+
+Status gemm_impl(Ctx& c, const Bound& b, const tb_gemm_args& a) {
+  if (b.kind != TB_WEIGHTS_STRIPS) {
+    return Error(TB_FAILED_PRECONDITION, "cuda: gemm needs strip weights, the handle holds a matrix");
+  }
+  const DeviceStrips& w = b.strips;
+  if (const char* why = gemm_unsupported_reason(w.n, w.k)) {
+    return Error(TB_UNIMPLEMENTED, "cuda: %s (K = %lld)", why, static_cast<long long>(w.k));
+  }
+  TB_CUDA_TRY(cudaSetDevice(c.device));
+  LaneLease lease(c);
+  TB_RETURN_IF_ERROR(lease.acquire());
+  Lane& l = *lease;
+
+  GemmPlan p;
+  p.m = a.m;
+  const int64_t ng = w.kp / 32;
+  if (a.mode == TB_ACT_F32) {
+    p.in_bytes = static_cast<size_t>(a.m * w.kp) * 4;
+  } else {
+    p.x_off_xd = static_cast<size_t>(a.m * w.kp);  // a multiple of 32: xd stays aligned
+    p.in_bytes = p.x_off_xd + static_cast<size_t>(a.m * ng) * 4;
+  }
+  p.out_bytes = static_cast<size_t>(a.m * w.n) * 4;
+  p.rows_per_launch = std::min(a.m, gemm_rows_per_launch(w, kMaxPartialBytes));
+  bool moved = false;
+  TB_RETURN_IF_ERROR(grow(l.h_in, p.in_bytes, "gemm input staging", &moved));
+  TB_RETURN_IF_ERROR(grow(l.h_out, p.out_bytes, "gemm output staging", &moved));
+  TB_RETURN_IF_ERROR(grow(l.d_in, p.in_bytes, "gemm input", &moved));
+  TB_RETURN_IF_ERROR(grow(l.d_out, p.out_bytes, "gemm output", &moved));
+  TB_RETURN_IF_ERROR(grow(l.d_partial, std::max<size_t>(4, gemm_partial_floats(w, p.rows_per_launch) * 4),
+                          "gemm slice partials", &moved));
+  const size_t counter_bytes = gemm_counter_count(w, p.rows_per_launch) * 4;
+  bool counters_moved = false;
+  TB_RETURN_IF_ERROR(grow(l.d_counters, counter_bytes, "gemm fold counters", &counters_moved));
+  if (counters_moved) {  // kernels leave counters at zero; a fresh buffer starts there too
+    TB_CUDA_TRY(cudaMemsetAsync(l.d_counters.p, 0, l.d_counters.cap, l.stream));
+    moved = true;
+  }
+  if (moved) l.drop_graphs();
+
+  // Pack the activations into pinned staging, rows contiguous (K == Kp: K % 32 == 0 here).
+  if (a.mode == TB_ACT_F32) {
+    for (int64_t r = 0; r < a.m; ++r) {
+      std::memcpy(static_cast<float*>(l.h_in.p) + r * w.kp, a.x + r * a.ldx, w.kp * 4);
+    }
+  } else {
+    char* h = static_cast<char*>(l.h_in.p);
+    for (int64_t r = 0; r < a.m; ++r) {
+      std::memcpy(h + r * w.kp, a.xq + r * a.ldxq, w.kp);
+      std::memcpy(h + p.x_off_xd + r * ng * 4, a.xd + r * a.ldxd, ng * 4);
+    }
+  }
+  if (c.use_graphs.load(std::memory_order_relaxed)) {
+    TB_RETURN_IF_ERROR(run_gemm_graph(l, b, a.mode, p));
+  } else {
+    TB_RETURN_IF_ERROR(enqueue_gemm(l, w, a.mode, p));
+  }
+  TB_CUDA_TRY(cudaStreamSynchronize(l.stream));  // the call's one synchronisation
+  for (int64_t r = 0; r < a.m; ++r) {
+    std::memcpy(a.y + r * a.ldy, static_cast<const float*>(l.h_out.p) + r * w.n, w.n * 4);
+  }
+  return Status();
+}
+
+tb_code gemm(void* c, void* handle, const tb_gemm_args* a, tb_error* err) {
+  return gemm_impl(ctx_of(c), *static_cast<const Bound*>(handle), *a).to_c(err);
+}
+
+// ---- gemv ------------------------------------------------------------------------------------
+
+Status gemv_impl(Ctx& c, const Bound& b0, const Bound* b1, const float* x, float* y0, float* y1) {
+  if (b0.kind != TB_WEIGHTS_F32 || (b1 && b1->kind != TB_WEIGHTS_F32)) {
+    return Error(TB_FAILED_PRECONDITION, "cuda: gemv_f32 needs float matrices, a handle holds strips");
+  }
+  if (b1 && (b1->rows != b0.rows || b1->cols != b0.cols)) {
+    return Error(TB_INVALID_ARGUMENT, "cuda: gemv_f32_pair needs same-shape matrices, got %lld x "
+                 "%lld and %lld x %lld", (long long)b0.rows, (long long)b0.cols,
+                 (long long)b1->rows, (long long)b1->cols);
+  }
+  TB_CUDA_TRY(cudaSetDevice(c.device));
+  LaneLease lease(c);
+  TB_RETURN_IF_ERROR(lease.acquire());
+  Lane& l = *lease;
+  const size_t in_bytes = static_cast<size_t>(b0.cols) * 4;
+  const size_t out_bytes = static_cast<size_t>(b0.rows) * 4 * (b1 ? 2 : 1);
+  bool moved = false;
+  TB_RETURN_IF_ERROR(grow(l.h_in, in_bytes, "gemv input staging", &moved));
+  TB_RETURN_IF_ERROR(grow(l.h_out, out_bytes, "gemv output staging", &moved));
+  TB_RETURN_IF_ERROR(grow(l.d_in, in_bytes, "gemv input", &moved));
+  TB_RETURN_IF_ERROR(grow(l.d_out, out_bytes, "gemv output", &moved));
+  if (moved) l.drop_graphs();
+  std::memcpy(l.h_in.p, x, in_bytes);
+  TB_CUDA_TRY(cudaMemcpyAsync(l.d_in.p, l.h_in.p, in_bytes, cudaMemcpyHostToDevice, l.stream));
+  GemvLaunch g;
+  g.rows = b0.rows;
+  g.cols = b0.cols;
+  g.w0 = b0.d_matrix;
+  g.w1 = b1 ? b1->d_matrix : nullptr;
+  g.x = static_cast<const float*>(l.d_in.p);
+  g.y0 = static_cast<float*>(l.d_out.p);
+  g.y1 = b1 ? g.y0 + b0.rows : nullptr;
+  TB_RETURN_IF_ERROR(launch_gemv(g, l.stream));
+  TB_CUDA_TRY(cudaMemcpyAsync(l.h_out.p, l.d_out.p, out_bytes, cudaMemcpyDeviceToHost, l.stream));
+  TB_CUDA_TRY(cudaStreamSynchronize(l.stream));
+  std::memcpy(y0, l.h_out.p, static_cast<size_t>(b0.rows) * 4);
+  if (b1) std::memcpy(y1, static_cast<const float*>(l.h_out.p) + b0.rows, static_cast<size_t>(b0.rows) * 4);
+  return Status();
+}
+
+tb_code gemv_f32(void* c, void* handle, const float* x, float* y, tb_error* err) {
+  return gemv_impl(ctx_of(c), *static_cast<const Bound*>(handle), nullptr, x, y, nullptr).to_c(err);
+}
+
+tb_code gemv_f32_pair(void* c, void* ha, void* hb, const float* x, float* ya, float* yb,
+                      tb_error* err) {
+  return gemv_impl(ctx_of(c), *static_cast<const Bound*>(ha), static_cast<const Bound*>(hb), x,
+                   ya, yb).to_c(err);
+}
+
+// ---- gdn_delta -------------------------------------------------------------------------------
+
+Status gdn_impl(Ctx& c, const tb_gdn_args& a) {
+  TB_RETURN_IF_ERROR(check_gdn_args(a));
+  TB_CUDA_TRY(cudaSetDevice(c.device));
+  LaneLease lease(c);
+  TB_RETURN_IF_ERROR(lease.acquire());
+  Lane& l = *lease;
+  // One packed input (state, q, k, v, g, beta) and one packed output (state, o), in floats.
+  const size_t n_state = static_cast<size_t>(a.vh * a.kd * a.vd);
+  const size_t n_qk = static_cast<size_t>(a.kh * a.kd), n_v = static_cast<size_t>(a.vh * a.vd);
+  const size_t n_h = static_cast<size_t>(a.vh);
+  const size_t off_q = n_state, off_k = off_q + n_qk, off_v = off_k + n_qk, off_g = off_v + n_v,
+               off_b = off_g + n_h, n_in = off_b + n_h;
+  const size_t n_out = n_state + n_v;
+  bool moved = false;
+  TB_RETURN_IF_ERROR(grow(l.h_in, n_in * 4, "gdn input staging", &moved));
+  TB_RETURN_IF_ERROR(grow(l.h_out, n_out * 4, "gdn output staging", &moved));
+  TB_RETURN_IF_ERROR(grow(l.d_in, n_in * 4, "gdn state and inputs", &moved));
+  TB_RETURN_IF_ERROR(grow(l.d_out, n_v * 4, "gdn output", &moved));
+  if (moved) l.drop_graphs();
+  float* h = static_cast<float*>(l.h_in.p);
+  std::memcpy(h, a.state, n_state * 4);
+  std::memcpy(h + off_q, a.q, n_qk * 4);
+  std::memcpy(h + off_k, a.k, n_qk * 4);
+  std::memcpy(h + off_v, a.v, n_v * 4);
+  std::memcpy(h + off_g, a.g, n_h * 4);
+  std::memcpy(h + off_b, a.beta, n_h * 4);
+  float* d = static_cast<float*>(l.d_in.p);
+  TB_CUDA_TRY(cudaMemcpyAsync(d, h, n_in * 4, cudaMemcpyHostToDevice, l.stream));
+  GdnLaunch g;
+  g.vh = a.vh;
+  g.kh = a.kh;
+  g.kd = a.kd;
+  g.vd = a.vd;
+  g.state = d;
+  g.q = d + off_q;
+  g.k = d + off_k;
+  g.v = d + off_v;
+  g.g = d + off_g;
+  g.beta = d + off_b;
+  g.o = static_cast<float*>(l.d_out.p);
+  g.variant = static_cast<GdnVariant>(c.gdn_variant.load(std::memory_order_relaxed));
+  TB_RETURN_IF_ERROR(launch_gdn(g, l.stream));
+  float* ho = static_cast<float*>(l.h_out.p);
+  TB_CUDA_TRY(cudaMemcpyAsync(ho, d, n_state * 4, cudaMemcpyDeviceToHost, l.stream));
+  TB_CUDA_TRY(cudaMemcpyAsync(ho + n_state, g.o, n_v * 4, cudaMemcpyDeviceToHost, l.stream));
+  TB_CUDA_TRY(cudaStreamSynchronize(l.stream));
+  std::memcpy(a.state, ho, n_state * 4);
+  std::memcpy(a.o, ho + n_state, n_v * 4);
+  return Status();
+}
+
+tb_code gdn_delta(void* c, const tb_gdn_args* a, tb_error* err) {
+  return gdn_impl(ctx_of(c), *a).to_c(err);
+}
+
+void destroy(void* c) { delete static_cast<Ctx*>(c); }
+
+const tb_backend_iface kIface = {
+    .abi_version = TB_BACKEND_ABI_VERSION,
+    .struct_size = sizeof(tb_backend_iface),
+    .describe = describe,
+    .supports = supports,
+    .weights_bind = weights_bind,
+    .weights_release = weights_release,
+    .gemm = gemm,
+    .gemv_f32 = gemv_f32,
+    .gemv_f32_pair = gemv_f32_pair,
+    .gdn_delta = gdn_delta,
+    .read_floor = nullptr,  // optional: core's default (UNIMPLEMENTED); bench/cuda measures floors
+    .destroy = destroy,
+};
+
+Status not_cuda() {
+  return Error(TB_INVALID_ARGUMENT, "the backend passed is not a CUDA backend");
+}
+
+}  // namespace
+
+bool is_cuda_backend(const tb_backend& b) { return b.iface == &kIface && b.ctx != nullptr; }
+
+Status bind_report(const tb_backend& b, void* handle, BindReport* out) {
+  if (!is_cuda_backend(b)) return not_cuda();
+  if (!handle) return Error(TB_INVALID_ARGUMENT, "bind_report: null handle");
+  *out = static_cast<const Bound*>(handle)->report;
+  return Status();
+}
+
+Status device_strips(const tb_backend& b, void* handle, DeviceStrips* out) {
+  if (!is_cuda_backend(b)) return not_cuda();
+  const auto* bound = static_cast<const Bound*>(handle);
+  if (!bound || bound->kind != TB_WEIGHTS_STRIPS) {
+    return Error(TB_INVALID_ARGUMENT, "device_strips: the handle holds no strip set");
+  }
+  *out = bound->strips;
+  return Status();
+}
+
+Status set_use_graphs(const tb_backend& b, bool on) {
+  if (!is_cuda_backend(b)) return not_cuda();
+  ctx_of(b.ctx).use_graphs.store(on);
+  return Status();
+}
+
+Status set_gdn_variant(const tb_backend& b, GdnVariant v) {
+  if (!is_cuda_backend(b)) return not_cuda();
+  ctx_of(b.ctx).gdn_variant.store(static_cast<int>(v));
+  return Status();
+}
+
+Status expf_on_device(uint32_t first_bits, uint64_t count, float* out) {
+  constexpr uint64_t kChunk = uint64_t{1} << 26;  // 256 MiB of results per pass
+  cudaStream_t s = nullptr;
+  TB_CUDA_TRY(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  float* d = nullptr;
+  Status st;
+  if (cudaMalloc(&d, std::min(count, kChunk) * 4) != cudaSuccess) {
+    st = device_oom(std::min(count, kChunk) * 4, "expf results");
+  }
+  for (uint64_t done = 0; st.ok() && done < count; done += kChunk) {
+    const uint64_t len = std::min(kChunk, count - done);
+    st = launch_expf_range(first_bits + static_cast<uint32_t>(done), len, d, s);
+    if (st.ok()) {
+      const cudaError_t e = cudaMemcpyAsync(out + done, d, len * 4, cudaMemcpyDeviceToHost, s);
+      const cudaError_t e2 = e == cudaSuccess ? cudaStreamSynchronize(s) : e;
+      if (e2 != cudaSuccess) st = cuda_status(e2, "expf copy back", __FILE__, __LINE__);
+    }
+  }
+  if (d) cudaFree(d);
+  cudaStreamDestroy(s);
+  return st;
+}
+
+}  // namespace twinbit::cuda
+
+extern "C" tb_code tb_backend_create_cuda(uint32_t host_abi_version, tb_backend* out,
+                                          tb_error* err) {
+  using twinbit::Error;
+  *out = {};
+  if (host_abi_version != TB_BACKEND_ABI_VERSION) {
+    return Error(TB_FAILED_PRECONDITION, "cuda backend speaks ABI version %u, the host %u",
+                 TB_BACKEND_ABI_VERSION, host_abi_version).to_c(err);
+  }
+  int count = 0;
+  const cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    return Error(TB_UNAVAILABLE, "no CUDA device: %s", cudaGetErrorString(e)).to_c(err);
+  }
+  if (count < 1) {
+    return Error(TB_UNAVAILABLE, "no CUDA device: the driver reports 0 devices").to_c(err);
+  }
+  cudaDeviceProp prop{};
+  const cudaError_t pe = cudaGetDeviceProperties(&prop, 0);
+  if (pe != cudaSuccess) {
+    (void)cudaGetLastError();
+    return Error(TB_UNAVAILABLE, "no CUDA device: %s", cudaGetErrorString(pe)).to_c(err);
+  }
+  int runtime = 0, driver = 0;
+  cudaRuntimeGetVersion(&runtime);
+  cudaDriverGetVersion(&driver);
+  auto* ctx = new (std::nothrow) twinbit::cuda::Ctx;
+  if (!ctx) return Error(TB_RESOURCE_EXHAUSTED, "cuda backend: out of host memory").to_c(err);
+  ctx->device = 0;
+  ctx->memory_bytes = prop.totalGlobalMem;
+  ctx->device_desc = twinbit::Format(
+      "%s (%d SMs, sm_%d%d, %d MiB L2, %llu MiB; CUDA runtime %d.%d, driver %d.%d)", prop.name,
+      prop.multiProcessorCount, prop.major, prop.minor, prop.l2CacheSize >> 20,
+      static_cast<unsigned long long>(prop.totalGlobalMem >> 20), runtime / 1000,
+      (runtime % 1000) / 10, driver / 1000, (driver % 1000) / 10);
+  out->iface = &twinbit::cuda::kIface;
+  out->ctx = ctx;
+  return TB_OK;
+}

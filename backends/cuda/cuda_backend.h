@@ -1,0 +1,40 @@
+// The CUDA backend's own C++ face, beside the C entry point tb_backend_create_cuda (registered by
+// backends/CMakeLists.txt). Benchmarks and tests use it to reach what the C ABI does not carry:
+// the device copy of bound strips (to time kernels alone), the bind report, and switches for
+// measured variants. Every function checks that the backend passed is a CUDA backend.
+//
+// OWNERSHIP. Nothing here transfers ownership; device pointers stay owned by the bound handle.
+// THREAD SAFETY. As the backend's operations (core/backend.h): any thread, any time.
+#pragma once
+
+#include <cstdint>
+
+#include "backends/cuda/gemm_kernels.h"
+#include "backends/cuda/small_kernels.h"
+#include "core/backend.h"
+#include "core/status.hpp"
+
+namespace twinbit::cuda {
+
+// What weights_bind did: bytes uploaded (codes + scales, or the float matrix) and wall seconds,
+// pinned staging included.
+struct BindReport {
+  uint64_t bytes = 0;
+  double seconds = 0;
+};
+
+bool is_cuda_backend(const tb_backend& b);
+Status bind_report(const tb_backend& b, void* handle, BindReport* out);
+// The device-resident strip set of a bound strip handle.
+Status device_strips(const tb_backend& b, void* handle, DeviceStrips* out);
+// gemm offload through one captured CUDA graph per (bound strips, M, mode) (default on), or
+// through separate async calls.
+Status set_use_graphs(const tb_backend& b, bool on);
+// gdn_delta: kAuto (register twin for kd == vd == 128) or kGeneric always.
+Status set_gdn_variant(const tb_backend& b, GdnVariant v);
+
+// tb_expf evaluated on the device for the count float bit patterns from first_bits, into host
+// memory out[count]. Standalone (own stream and buffers); for the exhaustive test.
+Status expf_on_device(uint32_t first_bits, uint64_t count, float* out);
+
+}  // namespace twinbit::cuda

@@ -1,0 +1,384 @@
+// Kernels of gemm_kernels.h. Layout comments use (dims) in the order of memory, outermost first.
+#include <climits>
+
+#include "backends/cuda/cuda_status.h"
+#include "backends/cuda/gemm_kernels.h"
+#include "core/numerics.h"
+
+namespace twinbit::cuda {
+namespace {
+
+constexpr int kStripsPerBlock = 4;                 // warps per block, one strip each
+constexpr int kThreads = kStripsPerBlock * 32;
+constexpr int kChunkGroups = 16;                   // activation groups staged per pass
+constexpr int kRowTile = 8;                        // rows per block when M > 1
+constexpr float kQ8Bias = 8388736.0f;              // 2^23 + 128: (2^23 + (code ^ 0x80)) - bias
+constexpr float kQ4Bias = 8388616.0f;              // 2^23 + 8:   (2^23 + nibble) - bias
+
+struct Params {
+  const uint8_t* codes;     // (np/32, ngroups, 32 cols, 32 k) int8 | (.., 32 cols, 16 bytes) q4
+  const uint16_t* scales;   // (np/32, ngroups, 32 cols) fp16 bits
+  const float* x;           // F32: (m, kp)
+  const int8_t* xq;         // I8: (m, kp)
+  const float* xd;          // I8: (m, ngroups)
+  float* y;                 // (m, n)
+  float* partial;           // (nsplit, m, np)
+  unsigned* counters;       // (strip_blocks, row_tiles)
+  int64_t m;
+  int n, np, ngroups, nsplit, nstrips, strip_blocks, row_tiles;
+};
+
+// One lane's share of one (strip, group) tile: its column's codes and scale.
+struct Tile {
+  uint4 lo, hi;   // q8: 32 code bytes (k = 0..15 in lo, 16..31 in hi); q4: 16 packed bytes in lo
+  uint16_t scale;
+};
+
+template <tb_prec P>
+__device__ __forceinline__ Tile load_tile(const Params& p, int64_t tile, int lane) {
+  Tile t;
+  if constexpr (P == TB_PREC_Q8) {
+    const uint4* src = reinterpret_cast<const uint4*>(p.codes + tile * 1024 + lane * 32);
+    t.lo = __ldg(src);
+    t.hi = __ldg(src + 1);
+  } else {
+    t.lo = __ldg(reinterpret_cast<const uint4*>(p.codes + tile * 512 + lane * 16));
+    t.hi = make_uint4(0, 0, 0, 0);
+  }
+  t.scale = __ldg(p.scales + tile * 32 + lane);
+  return t;
+}
+
+// 2^23 + (byte J of w) as a float: one byte permute builds the bits 0x4B0000bb.
+template <int J>
+__device__ __forceinline__ float biased(uint32_t w) {
+  return __uint_as_float(__byte_perm(w, 0x4B00u, 0x5440u | J));
+}
+
+// The 32 codes of a tile as exact floats, in k order. The permute + exact subtraction costs two
+// full-rate instructions per weight; I2F is a quarter-rate conversion (kept as a measured option).
+template <tb_prec P, bool kI2F>
+__device__ __forceinline__ void codes_to_float(const Tile& t, float (&w)[32]) {
+  if constexpr (P == TB_PREC_Q8) {
+    const uint32_t words[8] = {t.lo.x, t.lo.y, t.lo.z, t.lo.w, t.hi.x, t.hi.y, t.hi.z, t.hi.w};
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      if constexpr (kI2F) {
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          w[4 * i + j] = __int2float_rn(static_cast<int8_t>(words[i] >> (8 * j)));
+        }
+      } else {
+        const uint32_t u = words[i] ^ 0x80808080u;  // signed code -> code + 128
+        w[4 * i + 0] = __fsub_rn(biased<0>(u), kQ8Bias);
+        w[4 * i + 1] = __fsub_rn(biased<1>(u), kQ8Bias);
+        w[4 * i + 2] = __fsub_rn(biased<2>(u), kQ8Bias);
+        w[4 * i + 3] = __fsub_rn(biased<3>(u), kQ8Bias);
+      }
+    }
+  } else {
+    const uint32_t words[4] = {t.lo.x, t.lo.y, t.lo.z, t.lo.w};
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {  // byte j: low nibble is k = j, high nibble k = j + 16
+      const uint32_t lo = words[i] & 0x0F0F0F0Fu, hi = (words[i] >> 4) & 0x0F0F0F0Fu;
+      w[4 * i + 0] = __fsub_rn(biased<0>(lo), kQ4Bias);
+      w[4 * i + 1] = __fsub_rn(biased<1>(lo), kQ4Bias);
+      w[4 * i + 2] = __fsub_rn(biased<2>(lo), kQ4Bias);
+      w[4 * i + 3] = __fsub_rn(biased<3>(lo), kQ4Bias);
+      w[16 + 4 * i + 0] = __fsub_rn(biased<0>(hi), kQ4Bias);
+      w[16 + 4 * i + 1] = __fsub_rn(biased<1>(hi), kQ4Bias);
+      w[16 + 4 * i + 2] = __fsub_rn(biased<2>(hi), kQ4Bias);
+      w[16 + 4 * i + 3] = __fsub_rn(biased<3>(hi), kQ4Bias);
+    }
+  }
+}
+
+// The 32 codes of a tile as int8 lanes of 8 words (k = 4i..4i+3 in word i), for dp4a.
+template <tb_prec P>
+__device__ __forceinline__ void codes_to_i8x4(const Tile& t, int (&w)[8]) {
+  if constexpr (P == TB_PREC_Q8) {
+    w[0] = t.lo.x; w[1] = t.lo.y; w[2] = t.lo.z; w[3] = t.lo.w;
+    w[4] = t.hi.x; w[5] = t.hi.y; w[6] = t.hi.z; w[7] = t.hi.w;
+  } else {
+    const uint32_t words[4] = {t.lo.x, t.lo.y, t.lo.z, t.lo.w};
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {  // nibble u in [0, 15] -> int8 u - 8, per byte without carries
+      const uint32_t lo = words[i] & 0x0F0F0F0Fu, hi = (words[i] >> 4) & 0x0F0F0F0Fu;
+      w[i] = static_cast<int>((lo + 0x78787878u) ^ 0x80808080u);
+      w[4 + i] = static_cast<int>((hi + 0x78787878u) ^ 0x80808080u);
+    }
+  }
+}
+
+// Shared staging of one slice chunk's activations, for MT rows.
+template <int MT>
+struct XStage {
+  float x[MT][kChunkGroups * 32];        // F32: (MT, chunk groups * 32)
+  int xq[MT][kChunkGroups * 8];          // I8: (MT, chunk groups * 8 words of 4 codes)
+  float xd[MT][kChunkGroups];            // I8: (MT, chunk groups)
+};
+
+template <tb_act_mode A, int MT>
+__device__ __forceinline__ void stage_chunk(const Params& p, XStage<MT>& s, int64_t m0, int rows,
+                                            int c0, int cn) {
+  if constexpr (A == TB_ACT_F32) {
+    const int per_row = cn * 8;  // float4 units
+    for (int i = threadIdx.x; i < rows * per_row; i += kThreads) {
+      const int r = i / per_row, q = i % per_row;
+      const float4* src = reinterpret_cast<const float4*>(p.x + (m0 + r) * (p.ngroups * 32) + c0 * 32);
+      reinterpret_cast<float4*>(s.x[r])[q] = __ldg(src + q);
+    }
+  } else {
+    const int per_row = cn * 2;  // int4 units of 16 codes
+    for (int i = threadIdx.x; i < rows * per_row; i += kThreads) {
+      const int r = i / per_row, q = i % per_row;
+      const int4* src = reinterpret_cast<const int4*>(p.xq + (m0 + r) * (p.ngroups * 32) + c0 * 32);
+      reinterpret_cast<int4*>(s.xq[r])[q] = __ldg(src + q);
+    }
+    for (int i = threadIdx.x; i < rows * cn; i += kThreads) {
+      const int r = i / cn, g = i % cn;
+      s.xd[r][g] = __ldg(p.xd + (m0 + r) * p.ngroups + c0 + g);
+    }
+  }
+}
+
+// Adds one group of one tile to the slice accumulators a[r] of the rows of the tile.
+template <tb_prec P, tb_act_mode A, int MT, bool kI2F>
+__device__ __forceinline__ void accumulate_group(const Tile& t, const XStage<MT>& s, int gl,
+                                                 int rows, float (&a)[MT]) {
+  const float ws = twinbit::fp16_to_float(t.scale);
+  if constexpr (A == TB_ACT_F32) {
+    float w[32];
+    codes_to_float<P, kI2F>(t, w);
+#pragma unroll
+    for (int r = 0; r < MT; ++r) {
+      if (r < rows) {
+        const float4* xr = reinterpret_cast<const float4*>(&s.x[r][gl * 32]);  // broadcast reads
+        float dot = 0.0f;  // the group dot: one sequential fma chain over k
+#pragma unroll
+        for (int q = 0; q < 8; ++q) {
+          const float4 v = xr[q];
+          dot = __fmaf_rn(w[4 * q + 0], v.x, dot);
+          dot = __fmaf_rn(w[4 * q + 1], v.y, dot);
+          dot = __fmaf_rn(w[4 * q + 2], v.z, dot);
+          dot = __fmaf_rn(w[4 * q + 3], v.w, dot);
+        }
+        a[r] = __fmaf_rn(dot, ws, a[r]);
+      }
+    }
+  } else {
+    int w[8];
+    codes_to_i8x4<P>(t, w);
+#pragma unroll
+    for (int r = 0; r < MT; ++r) {
+      if (r < rows) {
+        const int4* xr = reinterpret_cast<const int4*>(&s.xq[r][gl * 8]);
+        const int4 x0 = xr[0], x1 = xr[1];
+        int isum = 0;  // exact: |isum| <= 32 * 127 * 127
+        isum = __dp4a(w[0], x0.x, isum);
+        isum = __dp4a(w[1], x0.y, isum);
+        isum = __dp4a(w[2], x0.z, isum);
+        isum = __dp4a(w[3], x0.w, isum);
+        isum = __dp4a(w[4], x1.x, isum);
+        isum = __dp4a(w[5], x1.y, isum);
+        isum = __dp4a(w[6], x1.z, isum);
+        isum = __dp4a(w[7], x1.w, isum);
+        const float t_g = __fmul_rn(ws, s.xd[r][gl]);
+        a[r] = __fmaf_rn(__int2float_rn(isum), t_g, a[r]);
+      }
+    }
+  }
+}
+
+template <tb_prec P, tb_act_mode A, int MT, bool kI2F>
+__global__ void __launch_bounds__(kThreads) gemm_kernel(const Params p) {
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int64_t b = blockIdx.x;  // row tile fastest: the tiles of one strip run together (L2 reuse)
+  const int mt = static_cast<int>(b % p.row_tiles);
+  const int64_t rest = b / p.row_tiles;
+  const int sb = static_cast<int>(rest % p.strip_blocks);
+  const int z = static_cast<int>(rest / p.strip_blocks);
+  const int strip = sb * kStripsPerBlock + warp;
+  const bool active = strip < p.nstrips;  // the last block may hold fewer than 4 strips
+  const int64_t m0 = static_cast<int64_t>(mt) * MT;
+  const int rows = static_cast<int>(min(static_cast<int64_t>(MT), p.m - m0));
+  const int gbeg = static_cast<int>(twinbit::slice_begin(p.ngroups, p.nsplit, z));
+  const int gend = static_cast<int>(twinbit::slice_end(p.ngroups, p.nsplit, z));
+
+  __shared__ __align__(16) XStage<MT> stage;
+  __shared__ unsigned is_last;
+  float a[MT];
+#pragma unroll
+  for (int r = 0; r < MT; ++r) a[r] = 0.0f;
+
+  for (int c0 = gbeg; c0 < gend; c0 += kChunkGroups) {
+    const int cn = min(kChunkGroups, gend - c0);
+    __syncthreads();
+    stage_chunk<A, MT>(p, stage, m0, rows, c0, cn);
+    __syncthreads();
+    if (active) {
+      const int64_t tile0 = static_cast<int64_t>(strip) * p.ngroups + c0;
+      Tile cur = load_tile<P>(p, tile0, lane);
+      for (int gl = 0; gl < cn; ++gl) {
+        Tile next = cur;
+        if (gl + 1 < cn) next = load_tile<P>(p, tile0 + gl + 1, lane);  // in flight meanwhile
+        accumulate_group<P, A, MT, kI2F>(cur, stage, gl, rows, a);
+        cur = next;
+      }
+    }
+  }
+
+  const int col = strip * 32 + lane;
+  if (p.nsplit == 1) {  // the fold of a single slice: out = +0 + a[0]
+    if (active && col < p.n) {
+#pragma unroll
+      for (int r = 0; r < MT; ++r) {
+        if (r < rows) p.y[(m0 + r) * p.n + col] = __fadd_rn(0.0f, a[r]);
+      }
+    }
+    return;
+  }
+  if (active) {
+#pragma unroll
+    for (int r = 0; r < MT; ++r) {
+      if (r < rows) p.partial[(static_cast<int64_t>(z) * p.m + m0 + r) * p.np + col] = a[r];
+    }
+  }
+  __threadfence();  // partials visible device-wide before this block is counted
+  __syncthreads();
+  const int64_t counter = static_cast<int64_t>(sb) * p.row_tiles + mt;
+  if (threadIdx.x == 0) {
+    is_last = atomicAdd(&p.counters[counter], 1u) == static_cast<unsigned>(p.nsplit - 1);
+  }
+  __syncthreads();
+  if (!is_last) return;
+  __threadfence();
+  // The last block folds the 4 strips x rows of this tile: out = +0 + a[0] + a[1] + ... (ascending z).
+  const int fcol = sb * kThreads + threadIdx.x;
+  if (fcol < p.n) {
+    for (int r = 0; r < rows; ++r) {
+      float out = 0.0f;
+      for (int zz = 0; zz < p.nsplit; ++zz) {
+        out = __fadd_rn(out, __ldcg(&p.partial[(static_cast<int64_t>(zz) * p.m + m0 + r) * p.np + fcol]));
+      }
+      p.y[(m0 + r) * p.n + fcol] = out;
+    }
+  }
+  if (threadIdx.x == 0) p.counters[counter] = 0;  // ready for the next launch
+}
+
+template <int MT>
+void launch_for(const Params& p, tb_prec prec, tb_act_mode mode, CodeConvert cv, int64_t blocks,
+                cudaStream_t s) {
+  const dim3 grid(static_cast<unsigned>(blocks)), block(kThreads);
+  if (mode == TB_ACT_F32) {
+    if (prec == TB_PREC_Q8) {
+      if (cv == CodeConvert::kI2F) {
+        gemm_kernel<TB_PREC_Q8, TB_ACT_F32, MT, true><<<grid, block, 0, s>>>(p);
+      } else {
+        gemm_kernel<TB_PREC_Q8, TB_ACT_F32, MT, false><<<grid, block, 0, s>>>(p);
+      }
+    } else {
+      gemm_kernel<TB_PREC_Q4, TB_ACT_F32, MT, false><<<grid, block, 0, s>>>(p);
+    }
+  } else {
+    if (prec == TB_PREC_Q8) {
+      gemm_kernel<TB_PREC_Q8, TB_ACT_I8, MT, false><<<grid, block, 0, s>>>(p);
+    } else {
+      gemm_kernel<TB_PREC_Q4, TB_ACT_I8, MT, false><<<grid, block, 0, s>>>(p);
+    }
+  }
+}
+
+int row_tile_for(int64_t m) { return m == 1 ? 1 : kRowTile; }
+
+}  // namespace
+
+const char* gemm_unsupported_reason(int64_t /*n*/, int64_t k) {
+  if (k % 32 != 0) {
+    return "K % 32 != 0 is not supported by the CUDA gemm (it walks whole groups of 32 k; "
+           "the runtime falls back to the CPU)";
+  }
+  return nullptr;
+}
+
+size_t gemm_partial_floats(const DeviceStrips& w, int64_t m) {
+  const int64_t nsplit = split_plan(w.n, w.k);
+  return nsplit > 1 ? static_cast<size_t>(nsplit) * static_cast<size_t>(m) * static_cast<size_t>(w.np) : 0;
+}
+
+size_t gemm_counter_count(const DeviceStrips& w, int64_t m) {
+  const int64_t strip_blocks = ceil_div(w.np / 32, kStripsPerBlock);
+  return static_cast<size_t>(strip_blocks * ceil_div(m, row_tile_for(m)));
+}
+
+int64_t gemm_rows_per_launch(const DeviceStrips& w, size_t max_partial_bytes) {
+  const int64_t nsplit = split_plan(w.n, w.k);
+  if (nsplit == 1) return kMaxRowsPerLaunch;
+  int64_t rows = static_cast<int64_t>(max_partial_bytes / (static_cast<size_t>(nsplit) * w.np * 4));
+  if (rows >= kRowTile) rows -= rows % kRowTile;
+  if (rows > kMaxRowsPerLaunch) rows = kMaxRowsPerLaunch;
+  return rows < 1 ? 1 : rows;
+}
+
+Status launch_gemm(const DeviceStrips& w, const GemmLaunch& a, cudaStream_t stream) {
+  if (const char* why = gemm_unsupported_reason(w.n, w.k)) {
+    return Error(TB_UNIMPLEMENTED, "%s (K = %lld)", why, static_cast<long long>(w.k));
+  }
+  if (a.m < 1 || a.m > kMaxRowsPerLaunch) {
+    return Error(TB_INVALID_ARGUMENT, "gemm launch rows m = %lld (expected 1 .. %lld per launch)",
+                 static_cast<long long>(a.m), static_cast<long long>(kMaxRowsPerLaunch));
+  }
+  if (!w.codes || !w.scales || !a.y || (a.mode == TB_ACT_F32 ? !a.x : (!a.xq || !a.xd))) {
+    return Error(TB_INTERNAL, "gemm launch: a device pointer for mode %d is null",
+                 static_cast<int>(a.mode));
+  }
+  const int64_t ngroups = w.kp / 32, nstrips = w.np / 32;
+  const int64_t nsplit = split_plan(w.n, w.k);
+  const int mt = row_tile_for(a.m);
+  const int64_t row_tiles = ceil_div(a.m, mt);
+  const int64_t strip_blocks = ceil_div(nstrips, kStripsPerBlock);
+  const int64_t blocks = strip_blocks * row_tiles * nsplit;
+  // Geometry: every (strip, slice, row tile) must have a warp. Refuse rather than let a guard
+  // inside the kernel hide missing work.
+  const int64_t warps_needed = nstrips * nsplit * row_tiles;
+  const int64_t warps_launched = blocks * (kThreads / 32);
+  if (blocks < 1 || blocks > INT_MAX || warps_launched < warps_needed ||
+      static_cast<int64_t>(row_tiles) * mt < a.m) {
+    return Error(TB_INTERNAL, "gemm launch geometry: %lld blocks x %d warps for %lld strips x "
+                 "%lld slices x %lld row tiles of %d (needs %lld warps, grid limit %d)",
+                 static_cast<long long>(blocks), kThreads / 32, static_cast<long long>(nstrips),
+                 static_cast<long long>(nsplit), static_cast<long long>(row_tiles), mt,
+                 static_cast<long long>(warps_needed), INT_MAX);
+  }
+  if (nsplit > 1 && (!a.partial || !a.counters)) {
+    return Error(TB_INTERNAL, "gemm launch: %lld slices need a partial buffer and counters",
+                 static_cast<long long>(nsplit));
+  }
+  Params p{};
+  p.codes = w.codes;
+  p.scales = w.scales;
+  p.x = a.x;
+  p.xq = a.xq;
+  p.xd = a.xd;
+  p.y = a.y;
+  p.partial = a.partial;
+  p.counters = a.counters;
+  p.m = a.m;
+  p.n = static_cast<int>(w.n);
+  p.np = static_cast<int>(w.np);
+  p.ngroups = static_cast<int>(ngroups);
+  p.nsplit = static_cast<int>(nsplit);
+  p.nstrips = static_cast<int>(nstrips);
+  p.strip_blocks = static_cast<int>(strip_blocks);
+  p.row_tiles = static_cast<int>(row_tiles);
+  if (mt == 1) {
+    launch_for<1>(p, w.prec, a.mode, a.convert, blocks, stream);
+  } else {
+    launch_for<kRowTile>(p, w.prec, a.mode, a.convert, blocks, stream);
+  }
+  TB_CUDA_TRY(cudaGetLastError());
+  return Status();
+}
+
+}  // namespace twinbit::cuda

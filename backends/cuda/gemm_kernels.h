@@ -1,0 +1,79 @@
+// The CUDA gemm: one mapping for decode (M = 1) and prefill (M > 1) on device-resident strips.
+//
+// NUMERIC CONTRACT. Bit-identical to twinbit::ref::gemm_f32 (mode F32) and twinbit::ref::gemm_i8
+// (mode I8) of core/reference.h, i.e. NUMERICS.md: per column the group dot is a sequential
+// __fmaf_rn chain over the 32 k of the group (F32) or an exact int32 dot (I8: dp4a); slice z of
+// split_plan(N, K) accumulates fma(p[g], t[g], a) over its groups in ascending g; the slices are
+// folded out = +0 + a[0] + a[1] + ... in ascending z. Nothing depends on M or launch geometry.
+//
+// MAPPING (the schedule; the layout is core/backend.h's tb_strips).
+//   - One warp owns one strip (32 output columns): lane l owns column 32*strip + l.
+//   - A block holds 4 warps = 4 adjacent strips, one slice z of split_plan, and one tile of up
+//     to MT rows (MT = 1 at M = 1, 8 otherwise): all 4 warps share the activations of that slice,
+//     staged in shared memory and read as broadcasts.
+//   - Per group a lane loads its column's 32 codes with two 16-byte loads (q8; the warp reads the
+//     whole 1 KiB tile) or one 16-byte load (q4, packed: the warp reads 512 contiguous bytes), the
+//     next group's loads are issued before the current group is computed, codes become floats by
+//     a byte permute into the mantissa of 2^23 and one exact subtraction, and every loaded weight
+//     is reused across the MT rows of the tile.
+//   - All slices run in ONE launch. With nsplit > 1 every block writes its slice's partial sums;
+//     the last block to finish a (4-strip, row-tile) folds the nsplit partials in ascending z
+//     (a counter decides who is last; the sum itself never uses atomics).
+//
+// PRECONDITIONS (checked on the host by launch_gemm before every launch; a failed check is a
+// status, never a silent in-kernel guard): K % 32 == 0; the grid covers every (strip, slice,
+// row tile); the workspace is large enough; counters are zero (kernels leave them zero).
+//
+// THREAD SAFETY. launch_gemm is reentrant; concurrent launches need distinct workspaces.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "core/backend.h"
+#include "core/status.hpp"
+
+namespace twinbit::cuda {
+
+// A strip set resident in device memory (the canonical layout, uploaded unchanged).
+struct DeviceStrips {
+  tb_prec prec = TB_PREC_Q8;
+  int64_t n = 0, k = 0, np = 0, kp = 0;
+  const uint8_t* codes = nullptr;    // q8: (np/32, kp/32, 32 cols, 32 k) int8; q4: (.., 16 bytes)
+  const uint16_t* scales = nullptr;  // (np/32, kp/32, 32 cols) fp16 bits
+};
+
+// How codes become floats in mode F32 (a measurement switch; both give the same bits).
+enum class CodeConvert { kBytePermute = 0, kI2F = 1 };
+
+// One gemm on device buffers.
+struct GemmLaunch {
+  tb_act_mode mode = TB_ACT_F32;
+  int64_t m = 0;                 // rows
+  const float* x = nullptr;      // mode F32: (m, kp) floats, row stride kp
+  const int8_t* xq = nullptr;    // mode I8:  (m, kp) codes, row stride kp
+  const float* xd = nullptr;     // mode I8:  (m, kp/32) scales, row stride kp/32
+  float* y = nullptr;            // (m, n), row stride n
+  float* partial = nullptr;      // workspace: gemm_partial_floats() floats
+  unsigned* counters = nullptr;  // workspace: gemm_counter_count() zeroed counters
+  CodeConvert convert = CodeConvert::kBytePermute;
+};
+
+// Most rows one launch takes (row tiles index the grid; callers loop over larger M).
+constexpr int64_t kMaxRowsPerLaunch = int64_t{1} << 20;
+
+// Workspace a launch with `m` rows needs (0 when split_plan gives one slice).
+size_t gemm_partial_floats(const DeviceStrips& w, int64_t m);
+size_t gemm_counter_count(const DeviceStrips& w, int64_t m);
+// Rows per launch that keep the partial buffer within `max_partial_bytes` (>= 1).
+int64_t gemm_rows_per_launch(const DeviceStrips& w, size_t max_partial_bytes);
+
+// Why a shape is refused (nullptr when supported): "K % 32 != 0 (K = 100) ...".
+const char* gemm_unsupported_reason(int64_t n, int64_t k);
+
+// Checks the geometry on the host, then launches asynchronously on `stream`.
+Status launch_gemm(const DeviceStrips& w, const GemmLaunch& a, cudaStream_t stream);
+
+}  // namespace twinbit::cuda

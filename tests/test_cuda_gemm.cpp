@@ -1,0 +1,293 @@
+// The CUDA gemm against the scalar reference, bit for bit (memcmp), over the conformance sweep.
+// Runs only where a CUDA device is present (ctest entry "gpu"; SKIPPED elsewhere).
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <thread>
+
+#include "core/op_checks.h"
+#include "tests/test_cuda_support.h"
+#ifdef TWINBIT_HAS_CUDA_BACKEND
+#include "backends/cuda/cuda_backend.h"
+#endif
+
+namespace twinbit::cuda_test {
+namespace {
+
+const int64_t kSweepM[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 31, 32, 33, 64};
+const int64_t kSweepN[] = {1, 3, 31, 32, 33, 255, 256, 257, 1000};
+const int64_t kSweepK[] = {32, 64, 96, 2048, 6144};
+
+tb_weights_view strips_view(const HostStrips& h) {
+  tb_weights_view v{};
+  v.kind = TB_WEIGHTS_STRIPS;
+  v.strips = h.view;
+  return v;
+}
+
+struct Activations {
+  std::vector<float> x;     // (m, k)
+  std::vector<int8_t> xq;   // (m, kp)
+  std::vector<float> xd;    // (m, kp/32)
+};
+
+Activations make_activations(int64_t m, int64_t k, uint64_t seed) {
+  Activations a;
+  a.x = random_floats(static_cast<size_t>(m * k), seed);
+  const int64_t kp = pad32(k);
+  a.xq.resize(static_cast<size_t>(m * kp));
+  a.xd.resize(static_cast<size_t>(m * kp / 32));
+  ref::quantize_activations(m, k, a.x.data(), k, a.xq.data(), kp, a.xd.data(), kp / 32);
+  return a;
+}
+
+tb_gemm_args gemm_args(tb_act_mode mode, int64_t m, const tb_strips& w, Activations& a,
+                       float* y) {
+  tb_gemm_args g{};
+  g.mode = mode;
+  g.m = m;
+  g.x = a.x.data();
+  g.ldx = w.k;
+  g.xq = a.xq.data();
+  g.ldxq = w.kp;
+  g.xd = a.xd.data();
+  g.ldxd = w.kp / 32;
+  g.y = y;
+  g.ldy = w.n;
+  return g;
+}
+
+std::vector<float> reference(tb_act_mode mode, int64_t m, const tb_strips& w, const Activations& a) {
+  std::vector<float> y(static_cast<size_t>(m * w.n));
+  parallel_rows(m, [&](int64_t r0, int64_t r1) {
+    if (r1 <= r0) return;
+    if (mode == TB_ACT_F32) {
+      ref::gemm_f32(w, r1 - r0, a.x.data() + r0 * w.k, w.k, y.data() + r0 * w.n, w.n);
+    } else {
+      ref::gemm_i8(w, r1 - r0, a.xq.data() + r0 * w.kp, w.kp, a.xd.data() + r0 * (w.kp / 32),
+                   w.kp / 32, y.data() + r0 * w.n, w.n);
+    }
+  });
+  return y;
+}
+
+// One precision and mode over the whole sweep; every case is run twice (the first call captures
+// the offload graph, the second replays it) and both results must equal the reference's bits.
+void sweep(tb_prec prec, tb_act_mode mode) {
+  auto cuda = cuda_or_skip();
+  if (!cuda) return;
+  int64_t cases = 0, failed = 0;
+  uint64_t seed = 1000 * static_cast<uint64_t>(prec) + 100 * static_cast<uint64_t>(mode);
+  for (int64_t k : kSweepK) {
+    for (int64_t n : kSweepN) {
+      HostStrips h = random_strips(prec, n, k, ++seed);
+      auto bound = cuda->bind(strips_view(h));
+      REQUIRE_MESSAGE(bound.ok(), bound.status().to_string());
+      for (int64_t m : kSweepM) {
+        Activations a = make_activations(m, k, ++seed);
+        const std::vector<float> want = reference(mode, m, h.view, a);
+        for (int pass = 0; pass < 2; ++pass) {
+          std::vector<float> got(want.size(), std::nanf("0x7ab"));  // poison: unwritten shows
+          const Status s = cuda->gemm(*bound, gemm_args(mode, m, h.view, a, got.data()));
+          const auto [diffs, first] = bit_diff(want.data(), got.data(), m * n);
+          ++cases;
+          if (!s.ok() || diffs != 0) {
+            ++failed;
+            FAIL_CHECK(prec_name(prec) << " " << act_mode_name(mode) << " M=" << m << " N=" << n
+                       << " K=" << k << " pass " << pass << ": " << s.to_string() << ", "
+                       << diffs << "/" << m * n << " differ, first at " << first);
+          }
+        }
+      }
+    }
+  }
+  MESSAGE(prec_name(prec) << " " << act_mode_name(mode) << ": " << cases - failed << "/" << cases
+          << " calls bit-identical to the reference");
+  CHECK(failed == 0);
+}
+
+}  // namespace
+
+TEST_SUITE("gpu") {
+
+TEST_CASE("gpu gemm q8 f32 equals reference bits, sweep M{1..9,16,31,32,33,64} x N{1,3,31,32,33,255,256,257,1000} x K{32,64,96,2048,6144}") {
+  sweep(TB_PREC_Q8, TB_ACT_F32);
+}
+TEST_CASE("gpu gemm q4 f32 equals reference bits, sweep M{1..9,16,31,32,33,64} x N{1,3,31,32,33,255,256,257,1000} x K{32,64,96,2048,6144}") {
+  sweep(TB_PREC_Q4, TB_ACT_F32);
+}
+TEST_CASE("gpu gemm q8 i8 equals reference bits, sweep M{1..9,16,31,32,33,64} x N{1,3,31,32,33,255,256,257,1000} x K{32,64,96,2048,6144}") {
+  sweep(TB_PREC_Q8, TB_ACT_I8);
+}
+TEST_CASE("gpu gemm q4 i8 equals reference bits, sweep M{1..9,16,31,32,33,64} x N{1,3,31,32,33,255,256,257,1000} x K{32,64,96,2048,6144}") {
+  sweep(TB_PREC_Q4, TB_ACT_I8);
+}
+
+TEST_CASE("gpu gemm K100 not multiple of 32 is UNIMPLEMENTED with its reason, q8 and q4") {
+  auto cuda = cuda_or_skip();
+  if (!cuda) return;
+  for (tb_prec prec : {TB_PREC_Q8, TB_PREC_Q4}) {
+    HostStrips h = random_strips(prec, 64, 100, 7);
+    tb_op_desc op{};
+    op.op = TB_OP_GEMM;
+    op.prec = prec;
+    op.mode = TB_ACT_F32;
+    op.m = 1;
+    op.n = 64;
+    op.k = 100;
+    const Status sup = cuda->supports(op);
+    CHECK(sup.code() == TB_UNIMPLEMENTED);
+    CHECK(sup.message().find("K % 32 != 0") != std::string::npos);
+    CHECK(sup.message().find("K = 100") != std::string::npos);
+    auto bound = cuda->bind(strips_view(h));
+    REQUIRE(bound.ok());
+    Activations a = make_activations(1, 100, 8);
+    std::vector<float> y(64);
+    const Status s = cuda->gemm(*bound, gemm_args(TB_ACT_F32, 1, h.view, a, y.data()));
+    CHECK(s.code() == TB_UNIMPLEMENTED);
+  }
+}
+
+TEST_CASE("gpu gemm batch invariance: M33 rows equal 33 single-row calls, N257 K2048, q8 q4 x f32 i8") {
+  auto cuda = cuda_or_skip();
+  if (!cuda) return;
+  for (tb_prec prec : {TB_PREC_Q8, TB_PREC_Q4}) {
+    HostStrips h = random_strips(prec, 257, 2048, 11 + prec);
+    auto bound = cuda->bind(strips_view(h));
+    REQUIRE(bound.ok());
+    for (tb_act_mode mode : {TB_ACT_F32, TB_ACT_I8}) {
+      const int64_t m = 33;
+      Activations a = make_activations(m, 2048, 12 + mode);
+      std::vector<float> all(static_cast<size_t>(m * 257));
+      REQUIRE(cuda->gemm(*bound, gemm_args(mode, m, h.view, a, all.data())).ok());
+      for (int64_t r = 0; r < m; ++r) {
+        Activations one;
+        one.x.assign(a.x.begin() + r * 2048, a.x.begin() + (r + 1) * 2048);
+        one.xq.assign(a.xq.begin() + r * 2048, a.xq.begin() + (r + 1) * 2048);
+        one.xd.assign(a.xd.begin() + r * 64, a.xd.begin() + (r + 1) * 64);
+        std::vector<float> y(257);
+        REQUIRE(cuda->gemm(*bound, gemm_args(mode, 1, h.view, one, y.data())).ok());
+        CHECK_MESSAGE(bit_diff(y.data(), all.data() + r * 257, 257).first == 0,
+                      prec_name(prec) << " " << act_mode_name(mode) << " row " << r);
+      }
+    }
+  }
+}
+
+#ifdef TWINBIT_HAS_CUDA_BACKEND
+TEST_CASE("gpu gemm without graphs equals reference bits, q8 q4 x f32 i8, M{1,8,33} N{257,1000} K{96,2048}") {
+  auto cuda = cuda_or_skip();
+  if (!cuda) return;
+  REQUIRE(cuda::set_use_graphs(cuda->raw(), false).ok());
+  for (tb_prec prec : {TB_PREC_Q8, TB_PREC_Q4}) {
+    for (int64_t n : {257, 1000}) {
+      for (int64_t k : {96, 2048}) {
+        HostStrips h = random_strips(prec, n, k, 31 + n + k);
+        auto bound = cuda->bind(strips_view(h));
+        REQUIRE(bound.ok());
+        for (int64_t m : {1, 8, 33}) {
+          for (tb_act_mode mode : {TB_ACT_F32, TB_ACT_I8}) {
+            Activations a = make_activations(m, k, 41 + m);
+            const auto want = reference(mode, m, h.view, a);
+            std::vector<float> got(want.size());
+            REQUIRE(cuda->gemm(*bound, gemm_args(mode, m, h.view, a, got.data())).ok());
+            CHECK_MESSAGE(bit_diff(want.data(), got.data(), m * n).first == 0,
+                          prec_name(prec) << " " << act_mode_name(mode) << " M=" << m
+                                          << " N=" << n << " K=" << k);
+          }
+        }
+      }
+    }
+  }
+  REQUIRE(cuda::set_use_graphs(cuda->raw(), true).ok());
+}
+
+TEST_CASE("gpu gemm 8 host threads x 12 calls on shared weights, M{1,3,8,33} mixed modes, N1000 K2048") {
+  auto cuda = cuda_or_skip();
+  if (!cuda) return;
+  HostStrips h = random_strips(TB_PREC_Q8, 1000, 2048, 77);
+  auto bound = cuda->bind(strips_view(h));
+  REQUIRE(bound.ok());
+  struct Job {
+    int64_t m;
+    tb_act_mode mode;
+    Activations a;
+    std::vector<float> want;
+    int64_t bad = 0;
+    std::string error;
+  };
+  std::vector<Job> jobs;
+  for (int t = 0; t < 8; ++t) {
+    const int64_t ms[] = {1, 3, 8, 33};
+    Job j;
+    j.m = ms[t % 4];
+    j.mode = t % 2 ? TB_ACT_I8 : TB_ACT_F32;
+    j.a = make_activations(j.m, 2048, 100 + t);
+    j.want = reference(j.mode, j.m, h.view, j.a);
+    jobs.push_back(std::move(j));
+  }
+  std::vector<std::thread> threads;
+  for (auto& j : jobs) {
+    threads.emplace_back([&] {
+      for (int it = 0; it < 12; ++it) {
+        std::vector<float> y(j.want.size());
+        const Status s = cuda->gemm(*bound, gemm_args(j.mode, j.m, h.view, j.a, y.data()));
+        if (!s.ok()) j.error = s.to_string();
+        if (bit_diff(j.want.data(), y.data(), static_cast<int64_t>(y.size())).first != 0) ++j.bad;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (const auto& j : jobs) {
+    CHECK_MESSAGE(j.error.empty(), j.error);
+    CHECK_MESSAGE(j.bad == 0, "M=" << j.m << " " << act_mode_name(j.mode) << ": " << j.bad << "/12 calls differ");
+  }
+}
+
+TEST_CASE("gpu bind reports the uploaded bytes; q4 stays packed (half the code bytes of q8), N1000 K2048") {
+  auto cuda = cuda_or_skip();
+  if (!cuda) return;
+  HostStrips h8 = random_strips(TB_PREC_Q8, 1000, 2048, 5), h4 = random_strips(TB_PREC_Q4, 1000, 2048, 6);
+  auto b8 = cuda->bind(strips_view(h8));
+  auto b4 = cuda->bind(strips_view(h4));
+  REQUIRE(b8.ok());
+  REQUIRE(b4.ok());
+  cuda::BindReport r8, r4;
+  REQUIRE(cuda::bind_report(cuda->raw(), b8->handle(), &r8).ok());
+  REQUIRE(cuda::bind_report(cuda->raw(), b4->handle(), &r4).ok());
+  CHECK(r8.bytes == 1024 * 2048 + 1024 * 64 * 2);
+  CHECK(r4.bytes == 1024 * 2048 / 2 + 1024 * 64 * 2);
+  MESSAGE("bind q8 " << r8.bytes << " B in " << r8.seconds * 1e3 << " ms; q4 " << r4.bytes
+          << " B in " << r4.seconds * 1e3 << " ms");
+}
+
+TEST_CASE("gpu bind beyond device memory is RESOURCE_EXHAUSTED with sizes, not a crash") {
+  auto cuda = cuda_or_skip();
+  if (!cuda) return;
+  // A view that claims more bytes than any device holds; the codes pointer is never read because
+  // the device allocation fails first.
+  static const uint8_t byte = 0;
+  static const uint16_t half = 0;
+  tb_weights_view v{};
+  v.kind = TB_WEIGHTS_STRIPS;
+  v.strips.prec = TB_PREC_Q8;
+  v.strips.n = int64_t{1} << 24;
+  v.strips.k = int64_t{1} << 14;
+  v.strips.np = v.strips.n;
+  v.strips.kp = v.strips.k;
+  v.strips.codes = &byte;
+  v.strips.codes_bytes = strip_codes_bytes(TB_PREC_Q8, v.strips.n, v.strips.k);  // 256 GiB
+  v.strips.scales = &half;
+  v.strips.scales_bytes = strip_scales_bytes(v.strips.n, v.strips.k);
+  auto bound = cuda->bind(v);
+  REQUIRE_FALSE(bound.ok());
+  CHECK(bound.status().code() == TB_RESOURCE_EXHAUSTED);
+  CHECK(bound.status().message().find("bytes") != std::string::npos);
+  MESSAGE(bound.status().to_string());
+}
+#endif
+
+}  // TEST_SUITE
+}  // namespace twinbit::cuda_test
