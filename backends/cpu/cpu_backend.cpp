@@ -1,35 +1,113 @@
-// The CPU backend. Weights are used in place (a zero-copy view of the mapped artifact).
-//
-// For now every operation runs the scalar reference (core/reference.h): this backend IS the
-// reference until the xsimd kernels land, and tools say so rather than claim a comparison.
-#include <new>
+#include "backends/cpu/cpu_backend.h"
 
-#include "core/backend.h"
+#include <atomic>
+#include <cerrno>
+#include <cstdlib>
+#include <memory>
+#include <new>
+#include <string>
+#include <vector>
+
+#include <tbb/blocked_range.h>
+#include <tbb/blocked_range2d.h>
+#include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
+
+#include "backends/cpu/cpu_isa.h"
+#include "backends/cpu/cpu_kernels.h"
+#include "core/numerics.h"
 #include "core/op_checks.h"
-#include "core/reference.h"
 #include "core/status.hpp"
 
 namespace {
 
 using twinbit::Error;
+using twinbit::Status;
+using namespace twinbit::cpu;
 
-struct Bound {
-  tb_weights_view view;  // points into the caller's memory (the mapped file): no copy
+struct Context {
+  Isa isa = Isa::kSse2;
+  const KernelTable* k = nullptr;
+  int threads = 1;
+  std::unique_ptr<tbb::task_arena> arena;
+  std::string device;
+  std::string features;
 };
 
-tb_code describe(void*, tb_backend_info* out, tb_error*) {
+struct Bound {
+  tb_weights_view view;  // the caller's memory (often the mapped file): no copy
+};
+
+Context* ctx_of(void* c) { return static_cast<Context*>(c); }
+
+Status subnormal_check(const char* where) {
+  unsigned csr = 0;
+  if (mxcsr_flushes_subnormals(&csr)) {
+    return Error(TB_FAILED_PRECONDITION, "cpu backend: MXCSR = 0x%04x has FTZ or DAZ set %s; the "
+                 "numerics contract keeps subnormals (clear bits 15 and 6)", csr, where);
+  }
+  return Status();
+}
+
+// Runs body(range...) inside the arena; every worker chunk checks MXCSR first.
+template <class Range, class Body>
+Status run_parallel(Context& c, const Range& range, const Body& body) {
+  std::atomic<bool> flushed{false};
+  c.arena->execute([&] {
+    tbb::parallel_for(range, [&](const Range& r) {
+      if (mxcsr_flushes_subnormals(nullptr)) {
+        flushed.store(true, std::memory_order_relaxed);
+        return;
+      }
+      body(r);
+    });
+  });
+  if (flushed.load()) return subnormal_check("on a oneTBB worker thread");
+  return Status();
+}
+
+tb_code describe(void* c, tb_backend_info* out, tb_error*) {
   *out = {};
   out->name = "cpu";
-  out->device = "host CPU (scalar reference kernels)";
-  out->features = "gemm.q8,gemm.q4,act.f32,act.i8,gemv_f32,gemv_f32_pair,gdn_delta,reference";
+  out->device = ctx_of(c)->device.c_str();
+  out->features = ctx_of(c)->features.c_str();
   out->memory_bytes = 0;
   return TB_OK;
 }
 
-tb_code supports(void*, const tb_op_desc*, tb_error*) { return TB_OK; }
+tb_code supports(void*, const tb_op_desc* op, tb_error* err) {
+  switch (op->op) {
+    case TB_OP_GEMM:
+      if (op->prec != TB_PREC_Q8 && op->prec != TB_PREC_Q4) {
+        return Error(TB_UNIMPLEMENTED, "cpu backend: precision %d is not q8 (0) or q4 (1)",
+                     static_cast<int>(op->prec)).to_c(err);
+      }
+      if (op->mode != TB_ACT_F32 && op->mode != TB_ACT_I8) {
+        return Error(TB_UNIMPLEMENTED, "cpu backend: activation mode %d is not f32 (0) or i8 (1)",
+                     static_cast<int>(op->mode)).to_c(err);
+      }
+      return TB_OK;
+    case TB_OP_GEMV_F32:
+    case TB_OP_GEMV_F32_PAIR:
+    case TB_OP_GDN_DELTA:
+      return TB_OK;
+  }
+  return Error(TB_UNIMPLEMENTED, "cpu backend: operation %d is unknown", static_cast<int>(op->op))
+      .to_c(err);
+}
 
 tb_code weights_bind(void*, const tb_weights_view* view, void** out_handle, tb_error* err) {
   *out_handle = nullptr;
+  if (view->kind == TB_WEIGHTS_STRIPS) {
+    Status s = twinbit::check_strips(view->strips);
+    if (!s.ok()) return s.to_c(err);
+  } else if (view->kind == TB_WEIGHTS_F32) {
+    Status s = twinbit::check_matrix(view->matrix);
+    if (!s.ok()) return s.to_c(err);
+  } else {
+    return Error(TB_INVALID_ARGUMENT, "cpu backend: weights kind %d is unknown (expected 0 = "
+                 "strips, 1 = f32 matrix)", static_cast<int>(view->kind)).to_c(err);
+  }
   auto* b = new (std::nothrow) Bound{*view};
   if (!b) return Error(TB_RESOURCE_EXHAUSTED, "cpu backend: out of host memory").to_c(err);
   *out_handle = b;
@@ -38,27 +116,181 @@ tb_code weights_bind(void*, const tb_weights_view* view, void** out_handle, tb_e
 
 void weights_release(void*, void* handle) { delete static_cast<Bound*>(handle); }
 
-tb_code gemm(void*, void* handle, const tb_gemm_args* a, tb_error*) {
-  const tb_strips& w = static_cast<Bound*>(handle)->view.strips;
-  if (a->mode == TB_ACT_F32) {
-    twinbit::ref::gemm_f32(w, a->m, a->x, a->ldx, a->y, a->ldy);
-  } else {
-    twinbit::ref::gemm_i8(w, a->m, a->xq, a->ldxq, a->xd, a->ldxd, a->y, a->ldy);
+Status need_kind(const Bound* b, tb_weights_kind kind, const char* op) {
+  if (!b) return Error(TB_INVALID_ARGUMENT, "cpu backend: %s got a null weight handle", op);
+  if (b->view.kind != kind) {
+    return Error(TB_FAILED_PRECONDITION, "cpu backend: %s needs %s weights, the handle holds %s",
+                 op, kind == TB_WEIGHTS_STRIPS ? "strip" : "f32 matrix",
+                 b->view.kind == TB_WEIGHTS_STRIPS ? "strips" : "an f32 matrix");
   }
-  return TB_OK;
+  return Status();
 }
 
-tb_code gemv_f32(void*, void* handle, const float* x, float* y, tb_error*) {
-  twinbit::ref::gemv_f32(static_cast<Bound*>(handle)->view.matrix, x, y);
-  return TB_OK;
+// Rows of x padded to Kp with +0.0f when K % 32 != 0 (the kernels read whole groups).
+struct PaddedRows {
+  std::vector<float> data;
+  const float* x;
+  int64_t ldx;
+};
+PaddedRows pad_rows(const tb_strips& w, const tb_gemm_args& a) {
+  PaddedRows out{{}, a.x, a.ldx};
+  if (w.k == w.kp) return out;
+  out.data.assign(static_cast<size_t>(a.m * w.kp), 0.0f);
+  for (int64_t r = 0; r < a.m; ++r) {
+    std::copy(a.x + r * a.ldx, a.x + r * a.ldx + w.k, out.data.begin() + r * w.kp);
+  }
+  out.x = out.data.data();
+  out.ldx = w.kp;
+  return out;
 }
 
-tb_code gdn_delta(void*, const tb_gdn_args* a, tb_error*) {
-  twinbit::ref::gdn_delta(*a);
-  return TB_OK;
+GemmParams gemm_params(const tb_strips& w) {
+  GemmParams p{};
+  p.prec = w.prec;
+  p.n = w.n;
+  p.k = w.k;
+  p.np = w.np;
+  p.kp = w.kp;
+  p.ngroups = w.kp / 32;
+  p.nsplit = twinbit::split_plan(w.n, w.k);
+  p.codes = static_cast<const uint8_t*>(w.codes);
+  p.scales = w.scales;
+  return p;
 }
 
-void destroy(void*) {}
+// Strips x row blocks of 4 rows; a task keeps a strip for all its rows (the strip stays in
+// cache while every row block reuses it).
+tbb::blocked_range2d<int64_t> gemm_range(const GemmParams& p, int64_t m) {
+  const int64_t strips = p.np / 32;
+  const int64_t row_blocks = twinbit::ceil_div(m, 4);
+  return tbb::blocked_range2d<int64_t>(0, strips, 1, 0, row_blocks, row_blocks);
+}
+
+tb_code gemm(void* c, void* handle, const tb_gemm_args* a, tb_error* err) {
+  Context& ctx = *ctx_of(c);
+  const Bound* b = static_cast<const Bound*>(handle);
+  Status s = need_kind(b, TB_WEIGHTS_STRIPS, "gemm");
+  if (s.ok()) s = twinbit::check_gemm_args(b->view.strips, *a);
+  if (s.ok()) s = subnormal_check("on the calling thread");
+  if (!s.ok()) return s.to_c(err);
+  const tb_strips& w = b->view.strips;
+  GemmParams p = gemm_params(w);
+  p.y = a->y;
+  p.ldy = a->ldy;
+  PaddedRows padded;
+  std::vector<int32_t> xsum;
+  if (a->mode == TB_ACT_F32) {
+    padded = pad_rows(w, *a);
+    p.x = padded.x;
+    p.ldx = padded.ldx;
+  } else {
+    p.xq = a->xq;
+    p.ldxq = a->ldxq;
+    p.xd = a->xd;
+    p.ldxd = a->ldxd;
+    if (ctx.isa == Isa::kAvx512vnni) {  // the VNNI path's u8 x s8 correction term
+      xsum.resize(static_cast<size_t>(a->m * p.ngroups));
+      for (int64_t r = 0; r < a->m; ++r) {
+        for (int64_t g = 0; g < p.ngroups; ++g) {
+          int32_t t = 0;
+          for (int kk = 0; kk < 32; ++kk) t += a->xq[r * a->ldxq + g * 32 + kk];
+          xsum[r * p.ngroups + g] = t;
+        }
+      }
+      p.xsum = xsum.data();
+    }
+  }
+  const auto kernel = a->mode == TB_ACT_F32 ? ctx.k->gemm_f32 : ctx.k->gemm_i8;
+  const int64_t m = a->m;
+  s = run_parallel(ctx, gemm_range(p, m), [&](const tbb::blocked_range2d<int64_t>& r) {
+    kernel(p, r.rows().begin(), r.rows().end(), r.cols().begin() * 4,
+           std::min<int64_t>(m, r.cols().end() * 4));
+  });
+  return s.to_c(err);
+}
+
+tb_code gemv_f32(void* c, void* handle, const float* x, float* y, tb_error* err) {
+  Context& ctx = *ctx_of(c);
+  const Bound* b = static_cast<const Bound*>(handle);
+  Status s = need_kind(b, TB_WEIGHTS_F32, "gemv_f32");
+  if (s.ok() && (!x || !y)) s = Error(TB_INVALID_ARGUMENT, "gemv_f32: x or y is null");
+  if (s.ok()) s = subnormal_check("on the calling thread");
+  if (!s.ok()) return s.to_c(err);
+  const tb_matrix_f32& w = b->view.matrix;
+  s = run_parallel(ctx, tbb::blocked_range<int64_t>(0, w.rows, 16),
+                   [&](const tbb::blocked_range<int64_t>& r) {
+                     ctx.k->gemv_f32(w, x, y, r.begin(), r.end());
+                   });
+  return s.to_c(err);
+}
+
+tb_code gemv_f32_pair(void* c, void* ha, void* hb, const float* x, float* ya, float* yb,
+                      tb_error* err) {
+  Context& ctx = *ctx_of(c);
+  const Bound* a = static_cast<const Bound*>(ha);
+  const Bound* b = static_cast<const Bound*>(hb);
+  Status s = need_kind(a, TB_WEIGHTS_F32, "gemv_f32_pair");
+  if (s.ok()) s = need_kind(b, TB_WEIGHTS_F32, "gemv_f32_pair");
+  if (s.ok() && (a->view.matrix.rows != b->view.matrix.rows ||
+                 a->view.matrix.cols != b->view.matrix.cols)) {
+    s = Error(TB_INVALID_ARGUMENT, "gemv_f32_pair: matrices are %lld x %lld and %lld x %lld "
+              "(expected the same shape)", (long long)a->view.matrix.rows,
+              (long long)a->view.matrix.cols, (long long)b->view.matrix.rows,
+              (long long)b->view.matrix.cols);
+  }
+  if (s.ok() && (!x || !ya || !yb)) s = Error(TB_INVALID_ARGUMENT, "gemv_f32_pair: x or y is null");
+  if (s.ok()) s = subnormal_check("on the calling thread");
+  if (!s.ok()) return s.to_c(err);
+  const int64_t rows = a->view.matrix.rows;
+  // One index space over both matrices: rows [0, rows) of A, then [rows, 2 rows) of B.
+  s = run_parallel(ctx, tbb::blocked_range<int64_t>(0, 2 * rows, 16),
+                   [&](const tbb::blocked_range<int64_t>& r) {
+                     const int64_t lo = r.begin(), hi = r.end();
+                     if (lo < rows) ctx.k->gemv_f32(a->view.matrix, x, ya, lo, std::min(hi, rows));
+                     if (hi > rows) {
+                       ctx.k->gemv_f32(b->view.matrix, x, yb, std::max(lo, rows) - rows, hi - rows);
+                     }
+                   });
+  return s.to_c(err);
+}
+
+tb_code gdn_delta(void* c, const tb_gdn_args* a, tb_error* err) {
+  Context& ctx = *ctx_of(c);
+  Status s = twinbit::check_gdn_args(*a);
+  if (s.ok()) s = subnormal_check("on the calling thread");
+  if (!s.ok()) return s.to_c(err);
+  s = run_parallel(ctx, tbb::blocked_range<int64_t>(0, a->vh, 1),
+                   [&](const tbb::blocked_range<int64_t>& r) {
+                     ctx.k->gdn_delta(*a, r.begin(), r.end());
+                   });
+  return s.to_c(err);
+}
+
+// Reads every code and scale byte of the strip set with the gemm's partition and threads (m
+// only shapes the partition, as it does for gemm).
+tb_code read_floor(void* c, void* handle, int64_t m, tb_error* err) {
+  Context& ctx = *ctx_of(c);
+  const Bound* b = static_cast<const Bound*>(handle);
+  Status s = need_kind(b, TB_WEIGHTS_STRIPS, "read_floor");
+  if (s.ok() && m < 1) s = Error(TB_INVALID_ARGUMENT, "read_floor: m = %lld (expected >= 1)", (long long)m);
+  if (!s.ok()) return s.to_c(err);
+  const GemmParams p = gemm_params(b->view.strips);
+  const int64_t strip_bytes = p.ngroups * (p.prec == TB_PREC_Q8 ? 1024 : 512);
+  std::atomic<uint64_t> sink{0};
+  s = run_parallel(ctx, tbb::blocked_range<int64_t>(0, p.np / 32, 1),
+                   [&](const tbb::blocked_range<int64_t>& r) {
+                     const int64_t n = r.end() - r.begin();
+                     uint64_t v = ctx.k->read_bytes(p.codes + r.begin() * strip_bytes, n * strip_bytes);
+                     v ^= ctx.k->read_bytes(reinterpret_cast<const uint8_t*>(p.scales + r.begin() * p.ngroups * 32),
+                                           n * p.ngroups * 64);
+                     sink.fetch_xor(v, std::memory_order_relaxed);
+                   });
+  static std::atomic<uint64_t> keep{0};
+  keep.fetch_xor(sink.load());
+  return s.to_c(err);
+}
+
+void destroy(void* c) { delete ctx_of(c); }
 
 const tb_backend_iface kIface = {
     .abi_version = TB_BACKEND_ABI_VERSION,
@@ -69,11 +301,47 @@ const tb_backend_iface kIface = {
     .weights_release = weights_release,
     .gemm = gemm,
     .gemv_f32 = gemv_f32,
-    .gemv_f32_pair = nullptr,  // core's default: two gemv_f32 calls
+    .gemv_f32_pair = gemv_f32_pair,
     .gdn_delta = gdn_delta,
-    .read_floor = nullptr,
+    .read_floor = read_floor,
     .destroy = destroy,
 };
+
+Status choose_isa(Isa* out) {
+  const std::vector<Isa> runnable = runnable_isas();
+  const char* forced = std::getenv("TWINBIT_CPU_ARCH");
+  if (!forced || !*forced) {
+    *out = runnable.front();  // sse2 is always runnable
+    return Status();
+  }
+  for (Isa i : compiled_isas()) {
+    if (forced == std::string(isa_name(i))) {
+      if (!isa_runnable(i)) {
+        return Error(TB_UNAVAILABLE, "TWINBIT_CPU_ARCH=%s: this CPU cannot run it (runnable "
+                     "here: %s)", forced, isa_names(runnable).c_str());
+      }
+      *out = i;
+      return Status();
+    }
+  }
+  return Error(TB_INVALID_ARGUMENT, "TWINBIT_CPU_ARCH=%s is not an instruction-set tag of this "
+               "build (valid: %s)", forced, isa_names(compiled_isas()).c_str());
+}
+
+Status choose_threads(int* out) {
+  *out = tbb::this_task_arena::max_concurrency();
+  const char* v = std::getenv("TWINBIT_CPU_THREADS");
+  if (!v || !*v) return Status();
+  errno = 0;
+  char* end = nullptr;
+  const long n = std::strtol(v, &end, 10);
+  if (errno != 0 || end == v || *end != '\0' || n < 1 || n > 1024) {
+    return Error(TB_INVALID_ARGUMENT, "TWINBIT_CPU_THREADS=%s is not a thread count (expected "
+                 "an integer 1 .. 1024)", v);
+  }
+  *out = static_cast<int>(n);
+  return Status();
+}
 
 }  // namespace
 
@@ -84,7 +352,23 @@ extern "C" tb_code tb_backend_create_cpu(uint32_t host_abi_version, tb_backend* 
     return Error(TB_FAILED_PRECONDITION, "cpu backend speaks ABI version %u, the host %u",
                  TB_BACKEND_ABI_VERSION, host_abi_version).to_c(err);
   }
+  Status s = subnormal_check("at backend creation");
+  Isa isa = Isa::kSse2;
+  int threads = 1;
+  if (s.ok()) s = choose_isa(&isa);
+  if (s.ok()) s = choose_threads(&threads);
+  if (!s.ok()) return s.to_c(err);
+  auto ctx = std::unique_ptr<Context>(new (std::nothrow) Context);
+  if (!ctx) return Error(TB_RESOURCE_EXHAUSTED, "cpu backend: out of host memory").to_c(err);
+  ctx->isa = isa;
+  ctx->k = &kernel_table(isa);
+  ctx->threads = threads;
+  ctx->arena = std::make_unique<tbb::task_arena>(threads);
+  ctx->device = cpu_model_name() + " (" + std::to_string(threads) + " threads, " +
+                isa_name(isa) + ")";
+  ctx->features = std::string("gemm.q8,gemm.q4,act.f32,act.i8,gemv_f32,gemv_f32_pair,gdn_delta,"
+                              "read_floor,isa.") + isa_name(isa);
   out->iface = &kIface;
-  out->ctx = nullptr;
+  out->ctx = ctx.release();
   return TB_OK;
 }

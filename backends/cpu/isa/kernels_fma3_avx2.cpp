@@ -1,0 +1,3 @@
+// The fma3_avx2 instantiation of every CPU kernel (compiled with the fma3_avx2 flags, backends/cpu/CMakeLists.txt).
+#include "backends/cpu/cpu_kernels_impl.hpp"
+template twinbit::cpu::KernelTable twinbit::cpu::make_kernel_table<twinbit::cpu::Isa::kFma3Avx2>();
