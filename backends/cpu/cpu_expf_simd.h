@@ -27,7 +27,9 @@ struct XsimdExpOps {
   static I shr1(const I& v) { return v >> 1; }               // arithmetic shift on int32
   static I isub(const I& a, const I& b) { return a - b; }
   static F pow2(const I& e) { return xsimd::bitwise_cast<F>((e + I(127)) << 23); }
-  static F keep_nan(const F& x, const F& y) { return xsimd::select(x != x, x, y); }
+  // x == x is false exactly for NaN on every tag. (Not x != x: xsimd 8.1's avx/avx512 `!=` is
+  // the ordered _CMP_NEQ_OQ, false for NaN, unlike sse2's cmpneqps.)
+  static F keep_nan(const F& x, const F& y) { return xsimd::select(x == x, y, x); }
 };
 
 template <Isa Tag>
