@@ -10,18 +10,15 @@ BoundWeights& BoundWeights::operator=(BoundWeights&& o) noexcept {
     backend_ = o.backend_;
     handle_ = o.handle_;
     view_ = o.view_;
-    o.backend_ = nullptr;
+    o.backend_ = {};
     o.handle_ = nullptr;
   }
   return *this;
 }
 
 void BoundWeights::reset() {
-  if (backend_ && handle_) {
-    const tb_backend& b = backend_->raw_;
-    b.iface->weights_release(b.ctx, handle_);
-  }
-  backend_ = nullptr;
+  if (backend_.iface && handle_) backend_.iface->weights_release(backend_.ctx, handle_);
+  backend_ = {};
   handle_ = nullptr;
 }
 
@@ -88,7 +85,7 @@ Result<BoundWeights> Backend::bind(const tb_weights_view& view) const {
   tb_error err{};
   tb_code code = raw_.iface->weights_bind(raw_.ctx, &view, &handle, &err);
   if (code != TB_OK) return Status::from_c(code, err);
-  return BoundWeights(this, handle, view);
+  return BoundWeights(raw_, handle, view);
 }
 
 Status Backend::gemm(const BoundWeights& w, const tb_gemm_args& args) const {

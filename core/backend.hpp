@@ -16,12 +16,12 @@ namespace twinbit {
 
 class Backend;
 
-// A bound weight handle; released when destroyed. Keeps a pointer to its backend, which must
-// outlive it.
+// A bound weight handle; released when destroyed. Holds the backend's function table and
+// context (not the Backend object, so moving the Backend is safe); the backend must outlive it.
 class BoundWeights {
  public:
   BoundWeights() = default;
-  BoundWeights(const Backend* backend, void* handle, const tb_weights_view& view)
+  BoundWeights(const tb_backend& backend, void* handle, const tb_weights_view& view)
       : backend_(backend), handle_(handle), view_(view) {}
   BoundWeights(BoundWeights&& o) noexcept { *this = std::move(o); }
   BoundWeights& operator=(BoundWeights&& o) noexcept;
@@ -34,7 +34,7 @@ class BoundWeights {
   const tb_weights_view& view() const { return view_; }
 
  private:
-  const Backend* backend_ = nullptr;
+  tb_backend backend_{};
   void* handle_ = nullptr;
   tb_weights_view view_{};
 };
@@ -44,7 +44,11 @@ class Backend {
   // Takes ownership of `raw`; checks the ABI version and the table's required entries.
   static Result<Backend> adopt(tb_backend raw);
 
-  Backend(Backend&& o) noexcept : raw_(o.raw_) { o.raw_ = {}; }
+  Backend(Backend&& o) noexcept
+      : raw_(o.raw_), name_(std::move(o.name_)), device_(std::move(o.device_)),
+        features_(std::move(o.features_)), memory_bytes_(o.memory_bytes_) {
+    o.raw_ = {};
+  }
   Backend& operator=(Backend&& o) noexcept;
   Backend(const Backend&) = delete;
   Backend& operator=(const Backend&) = delete;
@@ -73,7 +77,6 @@ class Backend {
 
  private:
   explicit Backend(tb_backend raw) : raw_(raw) {}
-  friend class BoundWeights;
   tb_backend raw_{};
   std::string name_, device_, features_;
   uint64_t memory_bytes_ = 0;
