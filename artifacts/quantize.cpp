@@ -44,6 +44,16 @@ Status check_shape(tb_prec prec, int64_t n, int64_t k) {
   return Status();
 }
 
+// llama.cpp converts with a plain cast, which is undefined for NaN or values outside int8. That
+// happens only where 1/d overflows to inf (a block whose largest magnitude is below about 3.7e-37)
+// or for NaN/inf weights. twinbit saturates there (NaN -> 0) so no input can crash the packer;
+// inside the defined range this is exactly the cast.
+int8_t cast_int8(float v) {
+  if (!(v > -129.0f)) return v != v ? 0 : -128;
+  if (!(v < 128.0f)) return 127;
+  return static_cast<int8_t>(v);
+}
+
 }  // namespace
 
 uint16_t float_to_fp16(float f) {
@@ -83,7 +93,7 @@ void quantize_block_q8_0(const float* x, int8_t* codes, uint16_t* d_out) {
   *d_out = float_to_fp16(d);
   for (int j = 0; j < 32; ++j) {
     const float x0 = x[j] * id;
-    codes[j] = static_cast<int8_t>(std::roundf(x0));  // ties away from zero
+    codes[j] = cast_int8(std::roundf(x0));  // ties away from zero
   }
 }
 
@@ -103,9 +113,9 @@ void quantize_block_q4_0(const float* x, uint8_t* qs, uint16_t* d_out) {
   for (int j = 0; j < 16; ++j) {
     const float x0 = x[j] * id;
     const float x1 = x[16 + j] * id;
-    const int8_t t0 = static_cast<int8_t>(x0 + 8.5f);  // truncation toward zero
-    const int8_t t1 = static_cast<int8_t>(x1 + 8.5f);
-    const uint8_t xi0 = static_cast<uint8_t>(t0 < 15 ? t0 : 15);
+    const int8_t t0 = cast_int8(x0 + 8.5f);  // truncation toward zero
+    const int8_t t1 = cast_int8(x1 + 8.5f);
+    const uint8_t xi0 = static_cast<uint8_t>(t0 < 15 ? t0 : 15);  // MIN(15, ...) then uint8_t
     const uint8_t xi1 = static_cast<uint8_t>(t1 < 15 ? t1 : 15);
     qs[j] = static_cast<uint8_t>(xi0 | (xi1 << 4));
   }
