@@ -1,0 +1,90 @@
+// `twinbit bench --a SPEC --b SPEC`: interleaved A B A B ... timing in one process (warm-up, then
+// N rounds), per side median and spread, the ratio A/B and its spread (conformance/ab.h).
+#include <cstdio>
+
+#include "cli/cli_common.h"
+#include "conformance/ab.h"
+
+namespace twinbit::cli {
+namespace {
+
+struct BenchOptions {
+  std::string a, b, shape = "2048x2048", prec = "q8", mode = "f32";
+  int64_t m = 1;
+  int rounds = 15, warmup = 3;
+  uint64_t seed = 1;
+  bool verbose = false;
+};
+
+int run_bench(const BenchOptions& o) {
+  using namespace conformance;
+  BenchSpec defaults;
+  if (Status s = parse_shape(o.shape, defaults.k, defaults.n); !s.ok()) return fail("bench", s);
+  defaults.m = o.m;
+  defaults.prec = o.prec == "q4" ? TB_PREC_Q4 : TB_PREC_Q8;
+  defaults.mode = o.mode == "i8" ? TB_ACT_I8 : TB_ACT_F32;
+  auto a = parse_bench_spec(o.a, defaults);
+  if (!a.ok()) return fail("bench", a.status());
+  auto b = parse_bench_spec(o.b, defaults);
+  if (!b.ok()) return fail("bench", b.status());
+  AbOptions ao;
+  ao.rounds = o.rounds;
+  ao.warmup = o.warmup;
+  ao.seed = o.seed;
+  if (o.verbose) ao.progress = [](const std::string& l) { std::fprintf(stderr, "%s\n", l.c_str()); };
+  auto r = run_ab(a.value(), b.value(), ao);
+  if (!r.ok()) return fail("bench", r.status());
+  const AbResult& x = r.value();
+  std::printf("A  %s\n   on %s\n", a->text().c_str(), x.device_a.c_str());
+  std::printf("B  %s\n   on %s\n", b->text().c_str(), x.device_b.c_str());
+  std::printf("interleaved A B x %d rounds after %d warm-up calls each (seed %llu)\n", o.rounds,
+              o.warmup, static_cast<unsigned long long>(o.seed));
+  auto side = [](const char* n, const SideStats& s) {
+    std::printf("%s  median %s per call   p10 %s  p90 %s   (%d calls per round)\n", n,
+                format_time_us(s.median_us).c_str(), format_time_us(s.p10_us).c_str(),
+                format_time_us(s.p90_us).c_str(), s.calls_per_round);
+  };
+  side("A", x.a);
+  side("B", x.b);
+  std::printf("A/B  median %.3f   p10 %.3f  p90 %.3f   (per-round ratios)\n", x.ratio_median,
+              x.ratio_p10, x.ratio_p90);
+  if (x.compared) {
+    std::printf("outputs: %s\n", x.bits.differing == 0
+        ? Format("bit-identical (%lld elements)", (long long)x.bits.total).c_str()
+        : Format("%lld/%lld differ, first (m %lld, n %lld), max %llu ulp", (long long)x.bits.differing,
+                 (long long)x.bits.total, (long long)x.bits.first_m, (long long)x.bits.first_n,
+                 static_cast<unsigned long long>(x.bits.max_ulp)).c_str());
+  }
+  return 0;
+}
+
+}  // namespace
+
+Command add_bench(CLI::App& root) {
+  auto opt = std::make_shared<BenchOptions>();
+  CLI::App* app = root.add_subcommand(
+      "bench",
+      "Interleaved A/B timing in one process: warm-up, then rounds of A B A B ...; prints each\n"
+      "side's median and spread (p10..p90) and the ratio A/B with its spread. Synthetic weights.\n"
+      "SPEC = BACKEND[:key=value[,key=value...]]\n"
+      "  BACKEND      built-in name (cpu, cuda, ...) or a plugin path (contains '/')\n"
+      "  shape=KxN    K inputs x N outputs (default --shape)\n"
+      "  m=M          activation rows (default --m)\n"
+      "  prec=q8|q4   weight precision (default --prec)\n"
+      "  mode=f32|i8  activation mode (default --mode)\n"
+      "  op=gemm|read_floor   the projection, or the backend's pure read of the same bytes\n"
+      "Examples: --a cpu --b cuda;  --a cpu:mode=f32 --b cpu:mode=i8;  --a cuda:m=1 --b cuda:m=32");
+  app->add_option("--a", opt->a, "Side A (SPEC)")->required();
+  app->add_option("--b", opt->b, "Side B (SPEC)")->required();
+  app->add_option("--shape", opt->shape, "Default shape KxN")->capture_default_str();
+  app->add_option("--m", opt->m, "Default rows M")->capture_default_str();
+  app->add_option("--prec", opt->prec, "Default precision")->check(CLI::IsMember({"q8", "q4"}))->capture_default_str();
+  app->add_option("--mode", opt->mode, "Default activation mode")->check(CLI::IsMember({"f32", "i8"}))->capture_default_str();
+  app->add_option("--rounds", opt->rounds, "A B rounds")->check(CLI::Range(1, 100000))->capture_default_str();
+  app->add_option("--warmup", opt->warmup, "Warm-up calls per side")->check(CLI::Range(0, 100000))->capture_default_str();
+  app->add_option("--seed", opt->seed, "Seed of the synthetic weights and activations")->capture_default_str();
+  app->add_flag("-v,--verbose", opt->verbose, "One line per round on stderr");
+  return Command{app, [opt] { return run_bench(*opt); }};
+}
+
+}  // namespace twinbit::cli

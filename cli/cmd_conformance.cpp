@@ -1,0 +1,119 @@
+// `twinbit conformance`: the conformance suite (conformance/conformance.h) on one backend, built
+// in or plugged in, with a report a vendor can hand in (docs/CONFORMANCE.md).
+#include <fnmatch.h>
+
+#include <cstdio>
+
+#include "cli/cli_common.h"
+#include "conformance/conformance.h"
+
+namespace twinbit::cli {
+namespace {
+
+struct ConformanceOptions {
+  std::string backend, plugin, json, junit, expected, filter, sweep = "full";
+  uint64_t seed = 1;
+  int cases = 100;
+  bool list = false, quiet = false;
+};
+
+int list_backends() {
+  for (const conformance::BackendListing& l : conformance::list_builtin_backends()) {
+    std::string tags;
+    for (const std::string& t : l.tags) tags += (tags.empty() ? "" : ",") + t;
+    if (l.available) {
+      std::printf("%-8s %s; %s\n         tags: %s\n", l.name.c_str(), l.source.c_str(),
+                  l.device.c_str(), tags.empty() ? "(none)" : tags.c_str());
+    } else {
+      std::printf("%-8s %s; not available here: %s\n", l.name.c_str(), l.source.c_str(),
+                  l.why_not.c_str());
+    }
+  }
+  return 0;
+}
+
+int run_conformance(const ConformanceOptions& o) {
+  using namespace conformance;
+  if (o.list) return list_backends();
+  BackendSpec spec{o.backend, o.plugin};
+  if (spec.name.empty() && spec.plugin_path.empty()) spec.name = "cpu";
+  auto backend = open_backend(spec);
+  if (!backend.ok()) {
+    if (backend.status().code() == TB_UNAVAILABLE && spec.plugin_path.empty()) {
+      std::fprintf(stderr, "SKIPPED: %s\n", backend.status().to_string().c_str());
+      return 77;  // cannot run here (no device): skipped, never passed
+    }
+    return fail("conformance", backend.status());
+  }
+
+  SuiteOptions so;
+  so.seed = o.seed;
+  if (!o.expected.empty()) {
+    auto list = read_expected_failures(o.expected);
+    if (!list.ok()) return fail("conformance", list.status());
+    so.expected = std::move(list).value();
+  }
+  if (!o.quiet) so.progress = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
+
+  CaseOptions co;
+  co.seed = o.seed;
+  co.random_cases = o.cases;
+  co.sweep = o.sweep == "quick" ? Sweep::quick : o.sweep == "none" ? Sweep::none : Sweep::full;
+  std::vector<Case> cases = generate_cases(co);
+  if (!o.filter.empty()) {
+    std::vector<Case> kept;
+    for (const Case& c : cases) {
+      if (fnmatch(o.filter.c_str(), c.name().c_str(), 0) == 0) kept.push_back(c);
+    }
+    cases = std::move(kept);
+  }
+  if (!o.quiet) {
+    std::fprintf(stderr, "twinbit conformance: %zu cases on %s (%s), seed %llu\n", cases.size(),
+                 backend->name().c_str(), spec.label().c_str(), static_cast<unsigned long long>(o.seed));
+  }
+  Report rep = run_suite(backend.value(), cases, so);
+  rep.source = spec.plugin_path.empty() ? "built in" : "plugin " + spec.plugin_path;
+  rep.sweep = o.sweep + (o.filter.empty() ? "" : ", filter " + o.filter);
+  rep.random_cases = o.cases;
+
+  std::fputs(format_text(rep).c_str(), stdout);
+  if (!o.json.empty()) {
+    const std::string j = format_json(rep);
+    if (Status s = write_file_atomic(o.json, j.data(), j.size()); !s.ok()) return fail("conformance", s);
+  }
+  if (!o.junit.empty()) {
+    const std::string x = format_junit(rep);
+    if (Status s = write_file_atomic(o.junit, x.data(), x.size()); !s.ok()) return fail("conformance", s);
+  }
+  return rep.passed() ? 0 : 1;
+}
+
+}  // namespace
+
+Command add_conformance(CLI::App& root) {
+  auto opt = std::make_shared<ConformanceOptions>();
+  CLI::App* app = root.add_subcommand(
+      "conformance",
+      "Run the conformance suite on one backend: every case is compared bit for bit with the\n"
+      "scalar reference. Cases: a fixed sweep of shapes plus --cases random awkward ones, inputs\n"
+      "drawn from --seed. Prints a report (backend, device, library, seed, one line per case that\n"
+      "is not equal, totals); exit 0 = pass, 1 = a difference/error/stale expected failure,\n"
+      "77 = the backend cannot run on this machine.");
+  auto* b = app->add_option("--backend", opt->backend, "Built-in backend to test (default cpu)");
+  auto* p = app->add_option("--plugin", opt->plugin, "Shared library exporting tb_backend_create_v1");
+  b->excludes(p);
+  app->add_option("--seed", opt->seed, "Seed of the random cases and of every input")->capture_default_str();
+  app->add_option("--cases", opt->cases, "Number of random cases (besides the sweep)")->capture_default_str();
+  app->add_option("--sweep", opt->sweep, "Fixed sweep: full, quick or none")
+      ->check(CLI::IsMember({"full", "quick", "none"}))->capture_default_str();
+  app->add_option("--filter", opt->filter, "Only cases whose name matches this glob, e.g. 'gemm_q4_*'");
+  app->add_option("--expected", opt->expected,
+                  "Expected-failure list: lines 'BACKEND PATTERN REASON...' ('#' comments)");
+  app->add_option("--json", opt->json, "Also write the report as one JSON object to this file");
+  app->add_option("--junit", opt->junit, "Also write the report as JUnit XML to this file");
+  app->add_flag("--list", opt->list, "List the built-in backends and their capability tags");
+  app->add_flag("-q,--quiet", opt->quiet, "No progress lines on stderr");
+  return Command{app, [opt] { return run_conformance(*opt); }};
+}
+
+}  // namespace twinbit::cli

@@ -1,0 +1,88 @@
+// `twinbit gate`: the shape gate. A projection's time against the pure-read floor of the same
+// weight bytes on the same backend (its optional read_floor entry), interleaved in one process.
+// baseline/floor >= 1.20 means the kernel is at least 20% above what merely reading its weights
+// costs: the shape is worth optimising. Below that, it is already close to the floor.
+#include <cstdio>
+
+#include "cli/cli_common.h"
+#include "conformance/ab.h"
+
+namespace twinbit::cli {
+namespace {
+
+constexpr double kGate = 1.20;
+
+struct GateOptions {
+  std::string backend, shape, prec = "q8", mode = "f32";
+  int64_t m = 1;
+  int rounds = 15;
+  uint64_t seed = 1;
+};
+
+int run_gate(const GateOptions& o) {
+  using namespace conformance;
+  BenchSpec base;
+  if (o.backend.find('/') != std::string::npos) {
+    base.plugin_path = o.backend;
+  } else {
+    base.backend = o.backend;
+  }
+  if (Status s = parse_shape(o.shape, base.k, base.n); !s.ok()) return fail("gate", s);
+  base.m = o.m;
+  base.prec = o.prec == "q4" ? TB_PREC_Q4 : TB_PREC_Q8;
+  base.mode = o.mode == "i8" ? TB_ACT_I8 : TB_ACT_F32;
+  BenchSpec floor = base;
+  floor.read_floor = true;
+  AbOptions ao;
+  ao.rounds = o.rounds;
+  ao.seed = o.seed;
+  auto r = run_ab(base, floor, ao);
+  if (!r.ok()) {
+    if (r.status().code() == TB_UNIMPLEMENTED) {
+      std::fprintf(stderr, "twinbit gate: backend '%s' has no read_floor entry, so there is no "
+                   "floor to measure against on it; no gate is reported (%s)\n", o.backend.c_str(),
+                   r.status().message().c_str());
+      return 1;
+    }
+    return fail("gate", r.status());
+  }
+  const AbResult& x = r.value();
+  std::printf("gate %s: K %lld x N %lld, M %lld, %s, %s on %s\n", o.backend.c_str(), (long long)base.k,
+              (long long)base.n, (long long)base.m, o.prec.c_str(), o.mode.c_str(), x.device_a.c_str());
+  std::printf("baseline (gemm)   median %s  (p10 %s, p90 %s)\n", format_time_us(x.a.median_us).c_str(),
+              format_time_us(x.a.p10_us).c_str(), format_time_us(x.a.p90_us).c_str());
+  std::printf("floor (read)      median %s  (p10 %s, p90 %s)\n", format_time_us(x.b.median_us).c_str(),
+              format_time_us(x.b.p10_us).c_str(), format_time_us(x.b.p90_us).c_str());
+  std::printf("baseline/floor    %.3f  (per-round p10 %.3f, p90 %.3f; %d interleaved rounds)\n",
+              x.ratio_median, x.ratio_p10, x.ratio_p90, o.rounds);
+  if (x.ratio_median >= kGate) {
+    std::printf("gate: PASS (%.3f >= %.2f): worth optimising - the kernel costs more than 20%% above "
+                "reading its weights\n", x.ratio_median, kGate);
+  } else {
+    std::printf("gate: not passed (%.3f < %.2f): within 20%% of the read floor - little left to win\n",
+                x.ratio_median, kGate);
+  }
+  return 0;
+}
+
+}  // namespace
+
+Command add_gate(CLI::App& root) {
+  auto opt = std::make_shared<GateOptions>();
+  CLI::App* app = root.add_subcommand(
+      "gate",
+      "The shape gate: time a projection (baseline) against the pure-read floor of the same bytes on\n"
+      "the same backend (its read_floor entry), interleaved in one process, and report\n"
+      "baseline/floor and whether it passes the 1.20 gate (>= 1.20: worth optimising). A backend\n"
+      "without read_floor gets no invented floor: the command says so and exits 1.");
+  app->add_option("--backend", opt->backend, "Backend name or plugin path")->required();
+  app->add_option("--shape", opt->shape, "Projection KxN, e.g. 2048x6144")->required();
+  app->add_option("--m", opt->m, "Rows M")->capture_default_str();
+  app->add_option("--prec", opt->prec, "Weight precision")->check(CLI::IsMember({"q8", "q4"}))->capture_default_str();
+  app->add_option("--mode", opt->mode, "Activation mode")->check(CLI::IsMember({"f32", "i8"}))->capture_default_str();
+  app->add_option("--rounds", opt->rounds, "Interleaved rounds")->check(CLI::Range(1, 100000))->capture_default_str();
+  app->add_option("--seed", opt->seed, "Seed of the synthetic weights")->capture_default_str();
+  return Command{app, [opt] { return run_gate(*opt); }};
+}
+
+}  // namespace twinbit::cli

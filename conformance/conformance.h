@@ -1,0 +1,219 @@
+// The conformance suite: one suite, written once, run against any backend - built in or loaded
+// from a plugin - comparing its bits with the scalar reference (core/reference.h) by memcmp.
+//
+// WHAT IS CHECKED. A case list is generated from a seed (generate_cases): a fixed sweep of gemm
+// shapes (M x N x K around the 32-wide group and strip sizes, K % 32 != 0 tails, both precisions,
+// both activation modes), gemv_f32, gemv_f32_pair and gdn_delta shapes, batch-invariance checks,
+// plus `random_cases` random awkward shapes. Every case draws fresh inputs from (seed, case name),
+// so a case is reproducible on its own and never depends on which other cases ran.
+//
+// ONE VERDICT PER CASE (Verdict):
+//   equal        every checked output element has the reference's bits (and nothing outside the
+//                output was written).
+//   differ       `differing/total` elements differ; the first differing index (m, n) and the max
+//                ulp distance are reported.
+//   unsupported  supports() or the operation said UNIMPLEMENTED (with the backend's reason). The
+//                case is then re-run on the next backend of the fallback order that supports it
+//                (the runtime's fallback: built-in registry order) and must equal the reference.
+//   xfail        the case differs (or failed) and is on the backend's expected-failure list.
+//   xpass        the case is on the expected-failure list but passed: the entry is stale.
+//   error        the backend returned an error other than UNIMPLEMENTED, or wrote outside its
+//                output.
+// A run passes when there is no differ, error, xpass, and every unsupported case fell back to a
+// backend that produced the reference's bits.
+//
+// BATCH INVARIANCE is its own case kind: row m of an M-row gemm call must equal the same row run
+// alone (M = 1), bit for bit, on the backend under test.
+//
+// THE REFERENCE is computed once per case and shared by the backend under test and its fallback.
+// Where a case is huge (more than `reference_budget` multiply-adds), the reference is computed on
+// a sample of the columns (always the first and last 33, plus evenly spaced ones) with
+// ref::gemm_f32_at / gemm_i8_at, and the case says "sampled C of N columns".
+//
+// THREAD SAFETY. run_suite uses the backend from one thread at a time and computes the reference
+// on worker threads (oneTBB). Different suites may run concurrently on different backends.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/backend.hpp"
+#include "core/registry.h"
+#include "core/status.hpp"
+
+namespace twinbit::conformance {
+
+// --- backends ------------------------------------------------------------------------------
+
+// Where a backend comes from: a built-in name or a plugin path (exactly one is set).
+struct BackendSpec {
+  std::string name;         // built in: "cpu", "cuda", "null"
+  std::string plugin_path;  // plugin: a shared library exporting tb_backend_create_v1
+  std::string label() const;  // "cpu (built in)" / "plugin ./libx.so"
+};
+
+// One registry row: identity and capability tags as the backend describes itself.
+struct BackendListing {
+  std::string name;
+  std::string source;        // "built in" or "plugin PATH"
+  bool available = false;    // created successfully on this machine
+  std::string why_not;       // when not available: the create error (UNAVAILABLE: no device)
+  std::string device;
+  std::vector<std::string> tags;  // describe().features split at commas
+};
+
+Result<Backend> open_backend(const BackendSpec& spec);
+// Every built-in backend, in registry order, created once to read its identity.
+std::vector<BackendListing> list_builtin_backends();
+std::vector<std::string> split_tags(const std::string& features);
+bool has_tag(const std::string& features, const std::string& tag);
+
+// --- cases ---------------------------------------------------------------------------------
+
+enum class CaseKind { gemm, batch_invariance, gemv_f32, gemv_f32_pair, gdn_delta };
+
+struct Case {
+  CaseKind kind = CaseKind::gemm;
+  tb_prec prec = TB_PREC_Q8;     // gemm, batch_invariance
+  tb_act_mode mode = TB_ACT_F32;  // gemm, batch_invariance
+  int64_t m = 0, n = 0, k = 0;   // gemm: M, N, K; gemv: n = rows, k = cols
+  int64_t vh = 0, kh = 0, kd = 0, vd = 0;  // gdn_delta
+  bool random = false;           // drawn by the random part (else the fixed sweep)
+
+  // The case's name spells out its parameters, e.g. "gemm_q8_f32_M3_N33_K96",
+  // "batch_q4_i8_M33_N257_K96", "gemv_f32_N257_K100", "gemv_f32_pair_N31_K2048",
+  // "gdn_delta_VH16_KH16_KD128_VD128". Names are unique within a generated list.
+  std::string name() const;
+};
+
+Case gemm_case(tb_prec prec, tb_act_mode mode, int64_t m, int64_t n, int64_t k);
+Case batch_case(tb_prec prec, tb_act_mode mode, int64_t m, int64_t n, int64_t k);
+Case gemv_case(bool pair, int64_t rows, int64_t cols);
+Case gdn_case(int64_t vh, int64_t kh, int64_t kd, int64_t vd);
+
+enum class Sweep {
+  full,   // the fixed sweep (thinned pairwise, see cases.cpp) - the default of the CLI
+  quick,  // a small subset of it, for unit tests and smoke runs
+  none,   // random cases only
+};
+
+struct CaseOptions {
+  uint64_t seed = 1;
+  Sweep sweep = Sweep::full;
+  int random_cases = 100;  // the random part: awkward shapes drawn from the seed
+};
+
+std::vector<Case> generate_cases(const CaseOptions& options);
+
+// --- expected failures -----------------------------------------------------------------------
+
+// "This backend is known to fail these cases, for this reason." `pattern` is a case name or a
+// glob over case names ('*' and '?'); `backend` is a backend name.
+struct ExpectedFailure {
+  std::string backend;
+  std::string pattern;
+  std::string reason;
+};
+
+// The built-in list (conformance/expected_failures.cpp), kept honest by xpass reports.
+const std::vector<ExpectedFailure>& builtin_expected_failures();
+// A vendor's list in a text file: one entry per line, "BACKEND PATTERN REASON...", '#' comments.
+Result<std::vector<ExpectedFailure>> read_expected_failures(const std::string& path);
+
+// --- outcomes ------------------------------------------------------------------------------
+
+enum class Verdict { equal, differ, unsupported, xfail, xpass, error };
+const char* verdict_name(Verdict v);  // "equal", "differ", ...
+
+// A bit comparison of an output against the reference.
+struct Mismatch {
+  int64_t differing = 0;     // elements whose bits differ
+  int64_t total = 0;         // elements compared
+  int64_t first_m = -1;      // first differing element (row-major order of the output):
+  int64_t first_n = -1;      //   gemm (m, n); gemv (0, row); gdn o (head, dv), state (head, dk*vd+dv)
+  std::string first_output;  // which output holds it: "y", "y_a", "y_b", "o", "state"
+  uint64_t max_ulp = 0;      // largest distance in units in the last place (see ulp_distance)
+  void merge(const Mismatch& other);
+};
+
+// Distance between two floats in ulps: the count of representable floats between them, with
+// -0 and +0 one apart so that a sign-of-zero difference is never reported as 0 ulp.
+uint64_t ulp_distance(float a, float b);
+// Compares rows x cols floats, `got` with leading dimension ld_got, `want` with ld_want,
+// restricted to `cols_checked` (all columns when empty).
+Mismatch compare_bits(const float* got, int64_t ld_got, const float* want, int64_t ld_want,
+                      int64_t rows, int64_t cols, const std::vector<int64_t>& cols_checked,
+                      const std::string& output_name);
+
+struct FallbackResult {
+  bool ran = false;
+  std::string backend;      // the backend that took the case ("" when none did)
+  Verdict verdict = Verdict::equal;  // equal, differ or error
+  Mismatch mismatch;
+  std::string message;      // why none took it, or its error
+};
+
+struct CaseResult {
+  Case c;
+  std::string name;
+  Verdict verdict = Verdict::equal;
+  Mismatch mismatch;         // differ / xfail
+  std::string message;       // unsupported: the backend's reason; error: the error; x*: reason
+  std::string checked;       // "all 257 columns", "sampled 98 of 5000 columns", "rows 0, 1, 32"
+  bool sampled = false;      // the reference covered a sample of the columns
+  FallbackResult fallback;   // unsupported only
+  double seconds = 0;
+  bool failed() const;       // counts against the run (see the header comment)
+};
+
+struct Totals {
+  int64_t cases = 0, equal = 0, differ = 0, unsupported = 0, xfail = 0, xpass = 0, error = 0;
+  int64_t fallback_failed = 0;  // unsupported cases no backend reproduced exactly
+  int64_t sampled = 0;          // cases whose reference covered a sample of columns
+};
+
+struct Report {
+  std::string backend, source, device, features;  // identity of the backend under test
+  std::string library_version;                    // "twinbit 0.1.0 (backend ABI 1)"
+  std::string date;                               // UTC start of the run, ISO 8601
+  uint64_t seed = 0;
+  int random_cases = 0;
+  std::string sweep;                              // "full", "quick", "none", "custom"
+  std::vector<std::string> fallback_order;        // backend names tried for unsupported cases
+  std::vector<CaseResult> results;
+  Totals totals;
+  double seconds = 0;
+  bool passed() const;
+};
+
+// --- running -------------------------------------------------------------------------------
+
+struct SuiteOptions {
+  // Inputs of every case are drawn from (seed, case name): use the seed the cases came from.
+  uint64_t seed = 1;
+  // Extra expected failures (e.g. a vendor's file); the built-in ones for the backend's name are
+  // always included.
+  std::vector<ExpectedFailure> expected;
+  // Fallback order for unsupported cases; empty = the built-in registry order. Entries whose
+  // name equals the backend under test are skipped.
+  std::vector<BackendEntry> fallback_order;
+  // Reference multiply-adds per case above which the reference is computed on sampled columns.
+  double reference_budget = 3e7;
+  // Progress lines ("[120/612] gemm_q8_f32_M33_N257_K96 ..."), called from the running thread.
+  std::function<void(const std::string&)> progress;
+};
+
+// Runs `cases` on `backend`. Never fails as a whole: every problem is a case's verdict.
+Report run_suite(const Backend& backend, const std::vector<Case>& cases,
+                 const SuiteOptions& options);
+
+// --- reports (report.cpp; formats documented in docs/CONFORMANCE.md) -------------------------
+
+std::string library_version();            // "twinbit 0.1.0 (backend ABI 1)"
+std::string format_text(const Report& r);  // the hand-in report: header, non-equal cases, totals
+std::string format_json(const Report& r);  // one object: identity, totals, every case
+std::string format_junit(const Report& r); // JUnit XML: one testcase per case
+
+}  // namespace twinbit::conformance

@@ -1,0 +1,124 @@
+#include "conformance/inputs.h"
+
+#include <cstring>
+
+#include "core/numerics.h"
+#include "core/op_checks.h"
+
+namespace twinbit::conformance {
+
+uint64_t Rng::next() {
+  uint64_t z = (s_ += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+int64_t Rng::range(int64_t lo, int64_t hi) {
+  const uint64_t span = static_cast<uint64_t>(hi - lo) + 1;
+  return lo + static_cast<int64_t>(next() % span);
+}
+
+bool Rng::chance(int per_mille) { return static_cast<int>(next() % 1000) < per_mille; }
+
+uint64_t case_seed(uint64_t suite_seed, const std::string& case_name) {
+  uint64_t h = 0xcbf29ce484222325ull ^ (suite_seed * 0x9e3779b97f4a7c15ull);
+  for (char c : case_name) h = (h ^ static_cast<uint8_t>(c)) * 0x100000001b3ull;
+  Rng mix(h);
+  return mix.next();
+}
+
+tb_strips OwnedStrips::view() const {
+  return tb_strips{prec, n, k, pad32(n), pad32(k), codes.data(), codes.size(),
+                   scales.data(), scales.size() * 2};
+}
+
+namespace {
+// An fp16 scale: GGUF scales are usually positive normals around 2^-10..2^-4; the contract covers
+// every finite half, so the mix reaches far beyond that.
+uint16_t random_half_scale(Rng& rng) {
+  const uint16_t sign = rng.chance(250) ? 0x8000 : 0;
+  const int64_t pick = rng.range(0, 99);
+  if (pick < 8) return sign | static_cast<uint16_t>(rng.range(1, 0x3ff));  // subnormal half
+  if (pick < 10) return sign;                                               // +-0
+  // normal: biased exponent 1..22 (2^-14 .. 2^7), random mantissa
+  const uint16_t exp = static_cast<uint16_t>(rng.range(1, 22));
+  return sign | static_cast<uint16_t>(exp << 10) | static_cast<uint16_t>(rng.range(0, 0x3ff));
+}
+}  // namespace
+
+OwnedStrips random_strips(Rng& rng, tb_prec prec, int64_t n, int64_t k) {
+  OwnedStrips s;
+  s.prec = prec;
+  s.n = n;
+  s.k = k;
+  const int64_t kt = pad32(k) / 32;
+  s.codes.assign(strip_codes_bytes(prec, n, k), prec == TB_PREC_Q4 ? 0x88 : 0);
+  s.scales.assign(strip_scales_bytes(n, k) / 2, 0);
+  for (int64_t col = 0; col < n; ++col) {
+    for (int64_t g = 0; g < kt; ++g) {
+      const int64_t tile = (col / 32) * kt + g;
+      s.scales[tile * 32 + col % 32] = random_half_scale(rng);
+      for (int64_t kk = 0; kk < 32 && g * 32 + kk < k; ++kk) {
+        if (prec == TB_PREC_Q8) {
+          const auto code = static_cast<int8_t>(rng.range(-127, 127));
+          s.codes[tile * 1024 + (col % 32) * 32 + kk] = static_cast<uint8_t>(code);
+        } else {
+          const auto nib = static_cast<uint8_t>(rng.range(0, 15));  // code + 8, codes -8..7
+          uint8_t& b = s.codes[tile * 512 + (col % 32) * 16 + kk % 16];
+          b = kk < 16 ? static_cast<uint8_t>((b & 0xf0) | nib)
+                      : static_cast<uint8_t>((b & 0x0f) | (nib << 4));
+        }
+      }
+    }
+  }
+  return s;
+}
+
+namespace {
+float from_bits(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+}  // namespace
+
+std::vector<float> random_floats(Rng& rng, int64_t count, int scale_log2) {
+  std::vector<float> v(static_cast<size_t>(count));
+  bool any_nonzero = false;
+  for (int64_t i = 0; i < count; ++i) {
+    const uint32_t sign = rng.chance(500) ? 0x80000000u : 0;
+    const int64_t pick = rng.range(0, 999);
+    uint32_t bits;
+    if (pick < 20) {
+      bits = sign;  // +0 / -0
+    } else if (pick < 40) {
+      bits = sign | static_cast<uint32_t>(rng.range(1, 0x7fffff));  // subnormal
+    } else {
+      // normal, magnitudes 2^-12 .. 2^2 (shifted by scale_log2)
+      const int64_t e = 127 + scale_log2 + rng.range(-12, 1);
+      bits = sign | (static_cast<uint32_t>(e) << 23) | static_cast<uint32_t>(rng.range(0, 0x7fffff));
+      any_nonzero = true;
+    }
+    v[static_cast<size_t>(i)] = from_bits(bits);
+  }
+  if (!any_nonzero && count > 0) v[0] = from_bits(0x3f9d70a4u);  // 1.23f: never an all-zero input
+  return v;
+}
+
+std::vector<float> random_gates(Rng& rng, int64_t count) {
+  std::vector<float> v(static_cast<size_t>(count));
+  for (auto& x : v) {
+    // g = -(i / 2^20) for i in [-2^19, 2^23): (-8, 0.5), exact in float (multiples of 2^-20)
+    x = -static_cast<float>(rng.range(-(int64_t{1} << 19), (int64_t{1} << 23) - 1)) * 0x1p-20f;
+  }
+  return v;
+}
+
+std::vector<float> random_unit(Rng& rng, int64_t count) {
+  std::vector<float> v(static_cast<size_t>(count));
+  for (auto& x : v) x = static_cast<float>(rng.range(0, 1 << 24)) * 0x1p-24f;
+  return v;
+}
+
+}  // namespace twinbit::conformance

@@ -1,0 +1,56 @@
+// Inputs of the conformance cases, drawn from a seed: quantised weights over the full code range
+// with awkward fp16 scales, and float vectors that include signed zeros and subnormals.
+//
+// Deterministic: the same (seed, case name) always gives the same bytes, on every machine
+// (integer generator only; floats are built from bits, never from libm calls).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/backend.h"
+
+namespace twinbit::conformance {
+
+// splitmix64: small, fast, and fully specified (no dependence on the standard library's engines).
+class Rng {
+ public:
+  explicit Rng(uint64_t seed) : s_(seed) {}
+  uint64_t next();
+  // Uniform in [lo, hi] (inclusive); hi - lo < 2^32.
+  int64_t range(int64_t lo, int64_t hi);
+  bool chance(int per_mille);  // true with probability per_mille / 1000
+
+ private:
+  uint64_t s_;
+};
+
+// The seed of one case: a hash of the suite seed and the case name.
+uint64_t case_seed(uint64_t suite_seed, const std::string& case_name);
+
+// A strip set in the canonical layout (core/backend.h) that owns its payloads.
+struct OwnedStrips {
+  tb_prec prec = TB_PREC_Q8;
+  int64_t n = 0, k = 0;
+  std::vector<uint8_t> codes;
+  std::vector<uint16_t> scales;
+  tb_strips view() const;
+};
+
+// Random codes over the whole range (q8 -127..127, q4 -8..7) for every real (n, k); padding
+// columns and padding k hold code 0 and padding columns scale 0, as the format requires. Scales
+// are a mix of normal halves of both signs over a wide exponent range, subnormal halves and a
+// few zeros.
+OwnedStrips random_strips(Rng& rng, tb_prec prec, int64_t n, int64_t k);
+
+// `count` floats: mostly normal values of both signs across several binades, with +0, -0 and
+// subnormals sprinkled in. Never all zero. `scale_log2` shifts the magnitudes.
+std::vector<float> random_floats(Rng& rng, int64_t count, int scale_log2 = 0);
+
+// A gdn gate g: negative log-decays in (-8, 0.5), so exp(g) spans (0, 1.65).
+std::vector<float> random_gates(Rng& rng, int64_t count);
+// beta in [0, 1].
+std::vector<float> random_unit(Rng& rng, int64_t count);
+
+}  // namespace twinbit::conformance

@@ -1,0 +1,45 @@
+// Internal to the suite: one case with its inputs drawn and its reference computed, ready to be
+// run on any number of backends (the backend under test, then its fallback).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "conformance/conformance.h"
+
+namespace twinbit::conformance::detail {
+
+// A bit pattern no operation produces from finite inputs (a NaN with a recognisable payload).
+// Outputs are filled with it before a call, so an element a backend never writes shows up as a
+// difference, and padding that still holds it proves nothing was written outside the output.
+constexpr uint32_t kCanaryBits = 0x7fa5a5a5u;
+float canary();
+bool is_canary(float f);
+
+// One backend's attempt at a prepared case.
+struct Attempt {
+  Status status;      // UNIMPLEMENTED = unsupported; other errors = error
+  Mismatch mismatch;  // valid when status is OK
+};
+
+class PreparedCase {
+ public:
+  virtual ~PreparedCase() = default;
+  virtual Attempt run(const Backend& backend) const = 0;
+  // What was checked: "all 257 columns", "sampled 98 of 5000 columns", "rows 0, 1, 16 of 33".
+  const std::string& checked() const { return checked_; }
+  bool sampled() const { return sampled_; }
+
+ protected:
+  std::string checked_;
+  bool sampled_ = false;
+};
+
+// Draws the inputs of `c` from case_seed(seed, c.name()) and computes its reference.
+std::unique_ptr<PreparedCase> prepare(const Case& c, uint64_t seed, double reference_budget);
+
+std::unique_ptr<PreparedCase> prepare_gemm(const Case& c, uint64_t case_seed, double budget);
+std::unique_ptr<PreparedCase> prepare_gemv(const Case& c, uint64_t case_seed);
+std::unique_ptr<PreparedCase> prepare_gdn(const Case& c, uint64_t case_seed);
+
+}  // namespace twinbit::conformance::detail

@@ -1,0 +1,187 @@
+// gemm and batch-invariance cases: inputs, the shared reference, and one run on a backend.
+#include <algorithm>
+#include <cstring>
+
+#include <tbb/parallel_for.h>
+
+#include "conformance/inputs.h"
+#include "conformance/prepared.h"
+#include "core/numerics.h"
+#include "core/reference.h"
+
+namespace twinbit::conformance::detail {
+
+float canary() {
+  float f;
+  std::memcpy(&f, &kCanaryBits, 4);
+  return f;
+}
+
+bool is_canary(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u == kCanaryBits;
+}
+
+namespace {
+
+// The columns the reference covers: all of them, or - past the budget - the first and last 33
+// (every tail and strip edge) plus evenly spaced ones.
+std::vector<int64_t> reference_columns(int64_t n, double per_column_cost, double budget) {
+  std::vector<int64_t> cols;
+  const int64_t want = std::max<int64_t>(66, static_cast<int64_t>(budget / std::max(1.0, per_column_cost)));
+  if (want >= n) return cols;  // empty = all
+  for (int64_t c = 0; c < 33; ++c) cols.push_back(c);
+  for (int64_t c = n - 33; c < n; ++c) cols.push_back(c);
+  const int64_t step = std::max<int64_t>(1, (n - 66) / std::max<int64_t>(1, want - 66));
+  for (int64_t c = 33 + step / 2; c < n - 33; c += step) cols.push_back(c);
+  std::sort(cols.begin(), cols.end());
+  cols.erase(std::unique(cols.begin(), cols.end()), cols.end());
+  return cols;
+}
+
+class GemmCase final : public PreparedCase {
+ public:
+  GemmCase(const Case& c, uint64_t seed, double budget) : c_(c) {
+    Rng rng(seed);
+    w_ = random_strips(rng, c.prec, c.n, c.k);
+    const int64_t kp = pad32(c.k), ng = kp / 32;
+    // Leading dimensions with a little slack now and then: the slack holds junk a backend must
+    // not read (inputs) and a canary it must not overwrite (outputs).
+    ldx_ = c.k + rng.range(0, 1) * rng.range(1, 5);
+    ldxq_ = kp + rng.range(0, 1) * 32;
+    ldxd_ = ng + rng.range(0, 1) * rng.range(1, 3);
+    ldy_ = c.n + rng.range(0, 1) * rng.range(1, 7);
+    x_ = random_floats(rng, c.m * ldx_);
+    if (c.m * ng > 1 && rng.chance(300)) {  // one all-zero activation group: scale d = 0 in i8
+      const int64_t row = rng.range(0, c.m - 1), g = rng.range(0, ng - 1);
+      for (int64_t k = g * 32; k < std::min<int64_t>(c.k, g * 32 + 32); ++k) x_[row * ldx_ + k] = 0.0f;
+    }
+    if (c.mode == TB_ACT_I8) {
+      xq_.resize(static_cast<size_t>(c.m * ldxq_));
+      for (auto& q : xq_) q = static_cast<int8_t>(rng.range(-127, 127));  // junk in the slack
+      xd_ = random_floats(rng, c.m * ldxd_);
+      ref::quantize_activations(c.m, c.k, x_.data(), ldx_, xq_.data(), ldxq_, xd_.data(), ldxd_);
+    }
+    if (c.kind == CaseKind::gemm) {
+      cols_ = reference_columns(c.n, static_cast<double>(c.m) * static_cast<double>(kp), budget);
+      compute_reference();
+      sampled_ = !cols_.empty();
+      checked_ = sampled_ ? Format("sampled %zu of %lld columns", cols_.size(), (long long)c.n)
+                          : Format("all %lld columns", (long long)c.n);
+    }
+  }
+
+  Attempt run(const Backend& b) const override {
+    Attempt a;
+    tb_weights_view view{};
+    view.kind = TB_WEIGHTS_STRIPS;
+    view.strips = w_.view();
+    // Ask first, so an unclaimed case is "unsupported" even when binding would also refuse.
+    tb_op_desc d{};
+    d.op = TB_OP_GEMM;
+    d.prec = c_.prec;
+    d.mode = c_.mode;
+    d.m = c_.m;
+    d.n = c_.n;
+    d.k = c_.k;
+    if (a.status = b.supports(d); !a.status.ok()) return a;
+    auto bound = b.bind(view);
+    if (!bound.ok()) {
+      a.status = bound.status();
+      return a;
+    }
+    std::vector<float> y;
+    if (a.status = call(b, bound.value(), 0, c_.m, y); !a.status.ok()) return a;
+    if (c_.kind == CaseKind::gemm) {
+      a.mismatch = compare_bits(y.data(), ldy_, yref_.data(), c_.n, c_.m, c_.n, cols_, "y");
+      return a;
+    }
+    // Batch invariance: each checked row alone (M = 1) must equal that row of the M-row call.
+    for (int64_t row : batch_rows()) {
+      std::vector<float> y1;
+      if (a.status = call(b, bound.value(), row, 1, y1); !a.status.ok()) return a;
+      Mismatch mm = compare_bits(y.data() + row * ldy_, ldy_, y1.data(), ldy_, 1, c_.n, {}, "y");
+      if (mm.differing > 0) mm.first_m = row;
+      a.mismatch.merge(mm);
+    }
+    return a;
+  }
+
+  std::vector<int64_t> batch_rows() const {
+    std::vector<int64_t> rows;
+    if (c_.m <= 9) {
+      for (int64_t r = 0; r < c_.m; ++r) rows.push_back(r);
+    } else {
+      rows = {0, 1, c_.m / 2, c_.m - 2, c_.m - 1};
+    }
+    return rows;
+  }
+
+  void describe_batch() {
+    std::string s = "rows";
+    for (int64_t r : batch_rows()) s += Format(" %lld", (long long)r);
+    checked_ = s + Format(" of %lld, alone vs in the batch", (long long)c_.m);
+  }
+
+ private:
+  // Runs rows [row0, row0 + m) into a fresh canary-filled y [m][ldy]; checks the slack.
+  Status call(const Backend& b, const BoundWeights& w, int64_t row0, int64_t m,
+              std::vector<float>& y) const {
+    y.assign(static_cast<size_t>(m * ldy_), canary());
+    tb_gemm_args g{};
+    g.mode = c_.mode;
+    g.m = m;
+    g.x = x_.data() + row0 * ldx_;
+    g.ldx = ldx_;
+    if (c_.mode == TB_ACT_I8) {
+      g.xq = xq_.data() + row0 * ldxq_;
+      g.ldxq = ldxq_;
+      g.xd = xd_.data() + row0 * ldxd_;
+      g.ldxd = ldxd_;
+    }
+    g.y = y.data();
+    g.ldy = ldy_;
+    TB_RETURN_IF_ERROR(b.gemm(w, g));
+    for (int64_t r = 0; r < m; ++r) {
+      for (int64_t n = c_.n; n < ldy_; ++n) {
+        if (!is_canary(y[r * ldy_ + n])) {
+          return Error(TB_INTERNAL, "wrote y[%lld][%lld], outside the output (N = %lld, ldy = %lld)",
+                       (long long)r, (long long)n, (long long)c_.n, (long long)ldy_);
+        }
+      }
+    }
+    return Status();
+  }
+
+  void compute_reference() {
+    yref_.assign(static_cast<size_t>(c_.m * c_.n), 0.0f);
+    const int64_t ncols = cols_.empty() ? c_.n : static_cast<int64_t>(cols_.size());
+    const tb_strips w = w_.view();
+    tbb::parallel_for(int64_t{0}, ncols, [&](int64_t i) {
+      const int64_t n = cols_.empty() ? i : cols_[static_cast<size_t>(i)];
+      for (int64_t r = 0; r < c_.m; ++r) {
+        yref_[r * c_.n + n] = c_.mode == TB_ACT_F32
+            ? ref::gemm_f32_at(w, x_.data() + r * ldx_, n)
+            : ref::gemm_i8_at(w, xq_.data() + r * ldxq_, xd_.data() + r * ldxd_, n);
+      }
+    });
+  }
+
+  Case c_;
+  OwnedStrips w_;
+  int64_t ldx_ = 0, ldxq_ = 0, ldxd_ = 0, ldy_ = 0;
+  std::vector<float> x_, xd_, yref_;
+  std::vector<int8_t> xq_;
+  std::vector<int64_t> cols_;  // reference columns (empty = all)
+};
+
+}  // namespace
+
+std::unique_ptr<PreparedCase> prepare_gemm(const Case& c, uint64_t case_seed, double budget) {
+  auto p = std::make_unique<GemmCase>(c, case_seed, budget);
+  if (c.kind == CaseKind::batch_invariance) p->describe_batch();
+  return p;
+}
+
+}  // namespace twinbit::conformance::detail

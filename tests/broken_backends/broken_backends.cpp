@@ -1,0 +1,119 @@
+#include "tests/broken_backends/broken_backends.h"
+
+#include <cstring>
+#include <new>
+#include <vector>
+
+#include "core/reference.h"
+#include "core/status.hpp"
+
+namespace {
+
+using twinbit::Error;
+using namespace twinbit::testing;
+
+enum class Breakage { flip_bit, last_column };
+
+struct Ctx {
+  Breakage breakage;
+};
+
+struct Bound {
+  tb_weights_view view;
+};
+
+tb_code describe(void* ctx, tb_backend_info* out, tb_error*) {
+  const bool flip = static_cast<Ctx*>(ctx)->breakage == Breakage::flip_bit;
+  *out = {};
+  out->name = flip ? "broken_flip_bit" : "broken_last_column";
+  out->device = flip ? "test backend: flips one bit of y[1][5] at M 3, N 33, K 96"
+                     : "test backend: never writes column N-1 when N % 32 != 0";
+  out->features = "gemm.q8,gemm.q4,act.f32,act.i8,gemv_f32,gdn_delta,reference";
+  return TB_OK;
+}
+
+tb_code supports(void*, const tb_op_desc*, tb_error*) { return TB_OK; }
+
+tb_code weights_bind(void*, const tb_weights_view* view, void** out_handle, tb_error* err) {
+  *out_handle = nullptr;
+  auto* b = new (std::nothrow) Bound{*view};
+  if (!b) return Error(TB_RESOURCE_EXHAUSTED, "broken backend: out of memory").to_c(err);
+  *out_handle = b;
+  return TB_OK;
+}
+
+void weights_release(void*, void* handle) { delete static_cast<Bound*>(handle); }
+
+tb_code gemm(void* ctx, void* handle, const tb_gemm_args* a, tb_error*) {
+  const tb_strips& w = static_cast<Bound*>(handle)->view.strips;
+  std::vector<float> y(static_cast<size_t>(a->m * w.n));
+  if (a->mode == TB_ACT_F32) {
+    twinbit::ref::gemm_f32(w, a->m, a->x, a->ldx, y.data(), w.n);
+  } else {
+    twinbit::ref::gemm_i8(w, a->m, a->xq, a->ldxq, a->xd, a->ldxd, y.data(), w.n);
+  }
+  const Breakage br = static_cast<Ctx*>(ctx)->breakage;
+  if (br == Breakage::flip_bit && a->m == kFlipM && w.n == kFlipN && w.k == kFlipK) {
+    uint32_t u;
+    std::memcpy(&u, &y[kFlipRow * w.n + kFlipCol], 4);
+    u ^= 1u;
+    std::memcpy(&y[kFlipRow * w.n + kFlipCol], &u, 4);
+  }
+  const int64_t cols = br == Breakage::last_column && w.n % 32 != 0 ? w.n - 1 : w.n;
+  for (int64_t r = 0; r < a->m; ++r) {
+    std::memcpy(a->y + r * a->ldy, y.data() + r * w.n, static_cast<size_t>(cols) * 4);
+  }
+  return TB_OK;
+}
+
+tb_code gemv_f32(void*, void* handle, const float* x, float* y, tb_error*) {
+  twinbit::ref::gemv_f32(static_cast<Bound*>(handle)->view.matrix, x, y);
+  return TB_OK;
+}
+
+tb_code gdn_delta(void*, const tb_gdn_args* a, tb_error*) {
+  twinbit::ref::gdn_delta(*a);
+  return TB_OK;
+}
+
+void destroy(void*) {}
+
+const tb_backend_iface kIface = {
+    .abi_version = TB_BACKEND_ABI_VERSION,
+    .struct_size = sizeof(tb_backend_iface),
+    .describe = describe,
+    .supports = supports,
+    .weights_bind = weights_bind,
+    .weights_release = weights_release,
+    .gemm = gemm,
+    .gemv_f32 = gemv_f32,
+    .gemv_f32_pair = nullptr,
+    .gdn_delta = gdn_delta,
+    .read_floor = nullptr,
+    .destroy = destroy,
+};
+
+Ctx kFlip{Breakage::flip_bit};
+Ctx kLastColumn{Breakage::last_column};
+
+tb_code create(uint32_t host, Ctx* ctx, tb_backend* out, tb_error* err) {
+  *out = {};
+  if (host != TB_BACKEND_ABI_VERSION) {
+    return Error(TB_FAILED_PRECONDITION, "broken backend speaks ABI version %u, the host %u",
+                 TB_BACKEND_ABI_VERSION, host).to_c(err);
+  }
+  out->iface = &kIface;
+  out->ctx = ctx;
+  return TB_OK;
+}
+
+}  // namespace
+
+extern "C" tb_code tb_backend_create_broken_flip_bit(uint32_t host, tb_backend* out, tb_error* err) {
+  return create(host, &kFlip, out, err);
+}
+
+extern "C" tb_code tb_backend_create_broken_last_column(uint32_t host, tb_backend* out,
+                                                        tb_error* err) {
+  return create(host, &kLastColumn, out, err);
+}
