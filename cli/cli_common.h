@@ -26,6 +26,10 @@ Command add_demo(CLI::App& root);
 Command add_pack(CLI::App& root);
 Command add_info(CLI::App& root);
 Command add_run(CLI::App& root);
+Command add_conformance(CLI::App& root);
+Command add_check(CLI::App& root);
+Command add_bench(CLI::App& root);
+Command add_gate(CLI::App& root);
 
 // Prints "twinbit <command>: <CODE>: <message>" on stderr; returns the exit status (1).
 int fail(const char* command, const Status& status);

@@ -11,7 +11,9 @@ int main(int argc, char** argv) {
       "Built-in backends: " + twinbit::builtin_backend_names()};
   app.set_version_flag("--version", "twinbit " TWINBIT_VERSION);
   app.require_subcommand(1);
-  std::vector<Command> commands = {add_demo(app), add_pack(app), add_info(app), add_run(app)};
+  std::vector<Command> commands = {add_demo(app), add_pack(app), add_info(app), add_run(app),
+                                  add_conformance(app), add_check(app), add_bench(app),
+                                  add_gate(app)};
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
