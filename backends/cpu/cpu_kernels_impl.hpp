@@ -86,7 +86,7 @@ void gemm_f32_strip(const GemmParams& p, int64_t strip, int64_t row0) {
       F xb[NR];
       for (int r = 0; r < NR; ++r) xb[r] = F(xr[r][g * 32 + kk]);
       for (int v = 0; v < V; ++v) {
-        const F wf = load_i8_as_f32<I>(wt + kk * 32 + v * W);  // shared by the NR rows
+        const F wf = load_i8_as_f32<I>(wt + code_offset<I>(kk, v));  // shared by the NR rows
         for (int r = 0; r < NR; ++r) dot[r][v] = fma_exact<I>(wf, xb[r], dot[r][v]);
       }
     }

@@ -14,6 +14,168 @@
 
 namespace twinbit::cpu::detail {
 
+// ---- avx512vnni: VBMI byte transpose of a tile for the F32 mode ------------------------------
+// A q8 tile is 16 zmm registers, register r = columns 2r, 2r+1 (byte = (c & 1) * 32 + k). The
+// F32 kernel needs, for each k, the 16 codes of a half tile's columns contiguous (one
+// vpmovsxbd load). Three vpermt2b stages each trade one column bit of the register index for
+// one k bit of the byte index (c1 <-> k4, c2 <-> k3, c3 <-> k2), 16 permutes per stage; the
+// last stage also orders the bytes. Result: register R = (c4, k4, k3, k2), byte
+// = (k & 3) * 16 + (c & 15); the 16 codes of (k, half h) start at byte vbmi_code_offset(k, h).
+// 48 permutes per 1024 codes instead of 1024 scalar byte moves.
+struct VbmiStage {
+  uint8_t src_a[16], src_b[16];  // input registers of each output register
+  uint8_t idx[16][64];           // vpermt2b indices: < 64 from src_a, >= 64 from src_b
+};
+
+// Where element (column c, k) lives after stage s (s = 0: the tile as loaded).
+constexpr void vbmi_layout(int s, int c, int k, int* reg, int* byte) {
+  const int c0 = c & 1, c1 = (c >> 1) & 1, c2 = (c >> 2) & 1, c3 = (c >> 3) & 1, c4 = c >> 4;
+  const int k4 = k >> 4, k3 = (k >> 3) & 1, k2 = (k >> 2) & 1;
+  switch (s) {
+    case 0: *reg = c >> 1; *byte = c0 * 32 + k; break;
+    case 1: *reg = (c4 << 3) | (c3 << 2) | (c2 << 1) | k4; *byte = (c0 << 5) | (c1 << 4) | (k & 15); break;
+    case 2: *reg = (c4 << 3) | (c3 << 2) | (k4 << 1) | k3; *byte = ((c & 7) << 3) | (k & 7); break;
+    default: *reg = (c4 << 3) | (k4 << 2) | (k3 << 1) | k2; *byte = ((k & 3) << 4) | (c & 15); break;
+  }
+}
+
+struct VbmiPlan {
+  VbmiStage stage[3];
+};
+
+constexpr VbmiPlan make_vbmi_plan() {
+  VbmiPlan plan{};
+  for (int s = 0; s < 3; ++s) {
+    VbmiStage& st = plan.stage[s];
+    for (int r = 0; r < 16; ++r) st.src_a[r] = st.src_b[r] = 0xff;
+    for (int c = 0; c < 32; ++c) {
+      for (int k = 0; k < 32; ++k) {
+        int r_in = 0, b_in = 0, r_out = 0, b_out = 0;
+        vbmi_layout(s, c, k, &r_in, &b_in);
+        vbmi_layout(s + 1, c, k, &r_out, &b_out);
+        if (st.src_a[r_out] == 0xff || st.src_a[r_out] == r_in) {
+          st.src_a[r_out] = static_cast<uint8_t>(r_in);
+          st.idx[r_out][b_out] = static_cast<uint8_t>(b_in);
+        } else {
+          st.src_b[r_out] = static_cast<uint8_t>(r_in);
+          st.idx[r_out][b_out] = static_cast<uint8_t>(64 + b_in);
+        }
+      }
+    }
+  }
+  return plan;
+}
+inline constexpr VbmiPlan kVbmiPlan = make_vbmi_plan();
+
+constexpr int vbmi_code_offset(int k, int half) { return ((half << 3) | (k >> 2)) * 64 + (k & 3) * 16; }
+
+#if defined(__AVX512VBMI__)
+// q4 tile -> the 16 registers of a q8 tile (codes, not nibbles): each 64-byte load holds columns
+// 4j..4j+3 (16 bytes each); low nibbles are k 0..15, high nibbles k 16..31.
+inline void q4_tile_to_q8_regs(const uint8_t* tile, __m512i* r) {
+  const __m512i mask = _mm512_set1_epi8(0x0f), eight = _mm512_set1_epi8(8);
+  const __m512i even = _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11);
+  const __m512i odd = _mm512_setr_epi64(4, 5, 12, 13, 6, 7, 14, 15);
+  for (int j = 0; j < 8; ++j) {
+    const __m512i v = _mm512_loadu_si512(tile + 64 * j);
+    const __m512i lo = _mm512_sub_epi8(_mm512_and_si512(v, mask), eight);
+    const __m512i hi = _mm512_sub_epi8(_mm512_and_si512(_mm512_srli_epi16(v, 4), mask), eight);
+    r[2 * j] = _mm512_permutex2var_epi64(lo, even, hi);
+    r[2 * j + 1] = _mm512_permutex2var_epi64(lo, odd, hi);
+  }
+}
+
+inline void transpose_tile_vbmi(const uint8_t* tile, tb_prec prec, int8_t* out) {
+  __m512i a[16], b[16];
+  if (prec == TB_PREC_Q8) {
+    for (int r = 0; r < 16; ++r) a[r] = _mm512_loadu_si512(tile + 64 * r);
+  } else {
+    q4_tile_to_q8_regs(tile, a);
+  }
+  __m512i* in = a;
+  __m512i* outr = b;
+  for (int s = 0; s < 3; ++s) {
+    const VbmiStage& st = kVbmiPlan.stage[s];
+    for (int r = 0; r < 16; ++r) {
+      const __m512i idx = _mm512_loadu_si512(st.idx[r]);
+      outr[r] = _mm512_permutex2var_epi8(in[st.src_a[r]], idx, in[st.src_b[r]]);
+    }
+    __m512i* t = in;
+    in = outr;
+    outr = t;
+  }
+  for (int r = 0; r < 16; ++r) _mm512_store_si512(out + 64 * r, in[r]);
+}
+
+// ---- avx512vnni: exact int8 group dots with vpdpbusd ------------------------------------------
+// vpdpbusd multiplies unsigned by signed bytes. Weights become the unsigned operand by a bias:
+// q8: w ^ 0x80 = w + 128 in [1, 255]; q4: the stored nibble = w + 8 in [0, 15]. Then
+//   sum (w + bias) * a = isum + bias * sum(a),
+// and sum(a) of the row's group (xsum, computed once per call) removes the bias exactly.
+// |partial sums| stay far below 2^31 (255 * 127 * 32).
+
+// Pairwise sums of adjacent dwords of a, then of b: [a0+a1, a2+a3, ..., b14+b15].
+inline __m512i add_adjacent_pairs(__m512i a, __m512i b) {
+  const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+  return _mm512_add_epi32(_mm512_permutex2var_epi32(a, even, b), _mm512_permutex2var_epi32(a, odd, b));
+}
+
+template <int NR>
+inline void group_dots_vnni(const uint8_t* tile, tb_prec prec, const int8_t* const* xr,
+                            const int32_t* const* xsum, int64_t g, int32_t (*isum)[32]) {
+  if (prec == TB_PREC_Q8) {
+    const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+    __m512i w[16];  // register i: columns 2i, 2i+1 as u8 = code + 128
+    for (int i = 0; i < 16; ++i) w[i] = _mm512_xor_si512(_mm512_loadu_si512(tile + 64 * i), flip);
+    for (int r = 0; r < NR; ++r) {
+      const __m512i x = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(xr[r] + g * 32)));
+      __m512i s4[8];  // columns 4i..4i+3, 4 partial sums each
+      for (int i = 0; i < 8; ++i) {
+        const __m512i d0 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w[2 * i], x);
+        const __m512i d1 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w[2 * i + 1], x);
+        s4[i] = add_adjacent_pairs(d0, d1);
+      }
+      __m512i s2[4];
+      for (int i = 0; i < 4; ++i) s2[i] = add_adjacent_pairs(s4[2 * i], s4[2 * i + 1]);
+      const __m512i bias = _mm512_set1_epi32(128 * xsum[r][g]);
+      for (int h = 0; h < 2; ++h) {
+        const __m512i s1 = add_adjacent_pairs(s2[2 * h], s2[2 * h + 1]);
+        _mm512_store_si512(isum[r] + 16 * h, _mm512_sub_epi32(s1, bias));
+      }
+    }
+  } else {
+    const __m512i mask = _mm512_set1_epi8(0x0f);
+    __m512i lo[8], hi[8];  // register j: columns 4j..4j+3; lo = k 0..15, hi = k 16..31 (w + 8)
+    for (int j = 0; j < 8; ++j) {
+      const __m512i v = _mm512_loadu_si512(tile + 64 * j);
+      lo[j] = _mm512_and_si512(v, mask);
+      hi[j] = _mm512_and_si512(_mm512_srli_epi16(v, 4), mask);
+    }
+    for (int r = 0; r < NR; ++r) {
+      const int8_t* a = xr[r] + g * 32;
+      const __m512i xlo = _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a)));
+      const __m512i xhi = _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a + 16)));
+      __m512i s2[4];  // columns 8i..8i+7, 2 partial sums each
+      for (int i = 0; i < 4; ++i) {
+        __m512i d[2];
+        for (int t = 0; t < 2; ++t) {
+          const int j = 2 * i + t;
+          d[t] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), lo[j], xlo), hi[j], xhi);
+        }
+        s2[i] = add_adjacent_pairs(d[0], d[1]);
+      }
+      const __m512i bias = _mm512_set1_epi32(8 * xsum[r][g]);
+      for (int h = 0; h < 2; ++h) {
+        const __m512i s1 = add_adjacent_pairs(s2[2 * h], s2[2 * h + 1]);
+        _mm512_store_si512(isum[r] + 16 * h, _mm512_sub_epi32(s1, bias));
+      }
+    }
+  }
+}
+#endif  // __AVX512VBMI__
+
+
 // q4 tile (32 columns x 16 bytes; byte j = k j low nibble, k j+16 high nibble, stored code + 8)
 // -> int8 codes (32 columns, 32 k).
 template <Isa I>
@@ -27,9 +189,23 @@ inline void unpack_q4_tile(const uint8_t* tile, int8_t* out) {
   }
 }
 
-// A tile's codes as int8 (32 k, 32 columns): wt[kk * 32 + c] = w[c][kk].
+// Where transpose_tile puts the kLanes<I> codes of (k, column batch v): wt + code_offset<I>(k, v).
+template <Isa I>
+constexpr int code_offset(int k, int v) {
+  if constexpr (I == Isa::kAvx512vnni) return vbmi_code_offset(k, v);
+  return k * 32 + v * kLanes<I>;
+}
+
+// A tile's codes as int8, transposed so that each k's codes of a column batch are contiguous:
+// generic layout wt[k * 32 + c] = w[c][k]; avx512vnni: the VBMI layout above.
 template <Isa I>
 inline void transpose_tile(const uint8_t* tile, tb_prec prec, int8_t* wt) {
+#if defined(__AVX512VBMI__)
+  if constexpr (I == Isa::kAvx512vnni) {
+    transpose_tile_vbmi(tile, prec, wt);
+    return;
+  }
+#endif
   alignas(64) int8_t unpacked[32 * 32];
   const int8_t* cm = reinterpret_cast<const int8_t*>(tile);  // (32 columns, 32 k)
   if (prec == TB_PREC_Q4) {
@@ -44,7 +220,14 @@ inline void transpose_tile(const uint8_t* tile, tb_prec prec, int8_t* wt) {
 // isum[r][c] = sum_kk w[c][kk] * a_r[32 g + kk] for NR rows, exact int32.
 template <Isa I, int NR>
 inline void group_dots(const uint8_t* tile, tb_prec prec, const int8_t* const* xr,
-                       const int32_t* const* /*xsum*/, int64_t g, int32_t (*isum)[32]) {
+                       const int32_t* const* xsum, int64_t g, int32_t (*isum)[32]) {
+#if defined(__AVX512VBMI__)
+  if constexpr (I == Isa::kAvx512vnni) {
+    group_dots_vnni<NR>(tile, prec, xr, xsum, g, isum);
+    return;
+  }
+#endif
+  (void)xsum;
   alignas(64) int8_t unpacked[32 * 32];
   const int8_t* cm = reinterpret_cast<const int8_t*>(tile);  // (32 columns, 32 k)
   if (prec == TB_PREC_Q4) {
