@@ -95,7 +95,7 @@ void sweep(tb_prec prec, tb_act_mode mode) {
           ++cases;
           if (!s.ok() || diffs != 0) {
             ++failed;
-            FAIL_CHECK(prec_name(prec) << " " << act_mode_name(mode) << " M=" << m << " N=" << n
+            FAIL_CHECK(std::string(prec_name(prec)) << " " << std::string(act_mode_name(mode)) << " M=" << m << " N=" << n
                        << " K=" << k << " pass " << pass << ": " << s.to_string() << ", "
                        << diffs << "/" << m * n << " differ, first at " << first);
           }
@@ -103,7 +103,7 @@ void sweep(tb_prec prec, tb_act_mode mode) {
       }
     }
   }
-  MESSAGE(prec_name(prec) << " " << act_mode_name(mode) << ": " << cases - failed << "/" << cases
+  MESSAGE(std::string(prec_name(prec)) << " " << std::string(act_mode_name(mode)) << ": " << cases - failed << "/" << cases
           << " calls bit-identical to the reference");
   CHECK(failed == 0);
 }
@@ -170,7 +170,7 @@ TEST_CASE("gpu gemm batch invariance: M33 rows equal 33 single-row calls, N257 K
         std::vector<float> y(257);
         REQUIRE(cuda->gemm(*bound, gemm_args(mode, 1, h.view, one, y.data())).ok());
         CHECK_MESSAGE(bit_diff(y.data(), all.data() + r * 257, 257).first == 0,
-                      prec_name(prec) << " " << act_mode_name(mode) << " row " << r);
+                      std::string(prec_name(prec)) << " " << std::string(act_mode_name(mode)) << " row " << r);
       }
     }
   }
@@ -194,7 +194,7 @@ TEST_CASE("gpu gemm without graphs equals reference bits, q8 q4 x f32 i8, M{1,8,
             std::vector<float> got(want.size());
             REQUIRE(cuda->gemm(*bound, gemm_args(mode, m, h.view, a, got.data())).ok());
             CHECK_MESSAGE(bit_diff(want.data(), got.data(), m * n).first == 0,
-                          prec_name(prec) << " " << act_mode_name(mode) << " M=" << m
+                          std::string(prec_name(prec)) << " " << std::string(act_mode_name(mode)) << " M=" << m
                                           << " N=" << n << " K=" << k);
           }
         }
@@ -242,7 +242,7 @@ TEST_CASE("gpu gemm 8 host threads x 12 calls on shared weights, M{1,3,8,33} mix
   for (auto& t : threads) t.join();
   for (const auto& j : jobs) {
     CHECK_MESSAGE(j.error.empty(), j.error);
-    CHECK_MESSAGE(j.bad == 0, "M=" << j.m << " " << act_mode_name(j.mode) << ": " << j.bad << "/12 calls differ");
+    CHECK_MESSAGE(j.bad == 0, "M=" << j.m << " " << std::string(act_mode_name(j.mode)) << ": " << j.bad << "/12 calls differ");
   }
 }
 

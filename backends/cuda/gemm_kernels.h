@@ -16,6 +16,8 @@
 //     next group's loads are issued before the current group is computed, codes become floats by
 //     a byte permute into the mantissa of 2^23 and one exact subtraction, and every loaded weight
 //     is reused across the MT rows of the tile.
+//   - A block may run several consecutive slices (one partial each) when that lets the whole grid
+//     fit one wave of resident blocks (small shapes: slices of one or two groups).
 //   - All slices run in ONE launch. With nsplit > 1 every block writes its slice's partial sums;
 //     the last block to finish a (4-strip, row-tile) folds the nsplit partials in ascending z
 //     (a counter decides who is last; the sum itself never uses atomics).
@@ -59,12 +61,14 @@ struct GemmLaunch {
   float* partial = nullptr;      // workspace: gemm_partial_floats() floats
   unsigned* counters = nullptr;  // workspace: gemm_counter_count() zeroed counters
   CodeConvert convert = CodeConvert::kBytePermute;
+  int row_tile = 0;              // rows per block: 0 = automatic (1, 8 or 16); 1/8/16 forces one
 };
 
 // Most rows one launch takes (row tiles index the grid; callers loop over larger M).
 constexpr int64_t kMaxRowsPerLaunch = int64_t{1} << 20;
 
-// Workspace a launch with `m` rows needs (0 when split_plan gives one slice).
+// Workspace a launch with `m` rows needs (0 when split_plan gives one slice); enough for any
+// row_tile choice.
 size_t gemm_partial_floats(const DeviceStrips& w, int64_t m);
 size_t gemm_counter_count(const DeviceStrips& w, int64_t m);
 // Rows per launch that keep the partial buffer within `max_partial_bytes` (>= 1).

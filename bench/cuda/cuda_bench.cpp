@@ -1,0 +1,382 @@
+// twinbit-bench --backend cuda: per Qwen3-VL-2B shape, M, precision and activation mode, the
+// kernel time of twinbit's gemm (CUDA events around each launch, weights rotated over copies
+// that together exceed 3x the L2, median), next to the in-run device-to-device copy floor, the
+// cuBLAS bf16 GEMM of the same shape (peer), the source engine's mapping (baseline, q8 codes and
+// f32 activations, two launches) and the offload round trip through the public API.
+#include <cublas_v2.h>
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backends/cuda/cuda_backend.h"
+#include "backends/cuda/cuda_status.h"
+#include "bench/bench.h"
+#include "bench/cuda/source_mapping.h"
+#include "core/numerics.h"
+#include "core/reference.h"
+#include "core/registry.h"
+
+namespace twinbit::bench {
+namespace {
+
+struct Shape {
+  const char* name;
+  int64_t k, n;
+};
+const Shape kShapes[] = {{"q_o", 2048, 2048},     {"k_v", 2048, 1024},  {"gate", 2048, 6144},
+                         {"gate_up", 2048, 12288}, {"down", 6144, 2048}, {"qkv", 2048, 4096},
+                         {"lm_head", 2048, 151936}};
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? -1 : v[v.size() / 2];
+}
+
+// Median device time (µs) of `launch(i)` over reps calls, each bracketed by its own events.
+Result<double> time_events(cudaStream_t s, int warmup, int reps, const std::function<Status(int)>& launch) {
+  for (int i = 0; i < warmup; ++i) TB_RETURN_IF_ERROR(launch(i));
+  std::vector<cudaEvent_t> ev(2 * static_cast<size_t>(reps));
+  for (auto& e : ev) TB_CUDA_TRY(cudaEventCreate(&e));
+  for (int i = 0; i < reps; ++i) {
+    TB_CUDA_TRY(cudaEventRecord(ev[2 * i], s));
+    TB_RETURN_IF_ERROR(launch(warmup + i));
+    TB_CUDA_TRY(cudaEventRecord(ev[2 * i + 1], s));
+  }
+  TB_CUDA_TRY(cudaStreamSynchronize(s));
+  std::vector<double> us(reps);
+  for (int i = 0; i < reps; ++i) {
+    float ms = 0;
+    TB_CUDA_TRY(cudaEventElapsedTime(&ms, ev[2 * i], ev[2 * i + 1]));
+    us[i] = ms * 1e3;
+  }
+  for (auto& e : ev) cudaEventDestroy(e);
+  return median(us);
+}
+
+// Host wall time (µs) of `call()`, median.
+Result<double> time_host(int warmup, int reps, const std::function<Status()>& call) {
+  for (int i = 0; i < warmup; ++i) TB_RETURN_IF_ERROR(call());
+  std::vector<double> us(reps);
+  for (int i = 0; i < reps; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    TB_RETURN_IF_ERROR(call());
+    us[i] = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+  }
+  return median(us);
+}
+
+uint64_t xorshift(uint64_t& s) {
+  s ^= s << 13;
+  s ^= s >> 7;
+  s ^= s << 17;
+  return s;
+}
+
+// Random strips in the canonical layout (all columns valid; padding columns hold zeros).
+void fill_strips(tb_prec prec, int64_t n, int64_t k, std::vector<uint8_t>& codes,
+                 std::vector<uint16_t>& scales, uint64_t seed) {
+  const int64_t np = pad32(n), ng = k / 32;
+  codes.resize(static_cast<size_t>(prec == TB_PREC_Q8 ? np * k : np * k / 2));
+  scales.resize(static_cast<size_t>(np * ng));
+  uint64_t s = seed | 1;
+  for (size_t i = 0; i < codes.size(); i += 8) {
+    uint64_t r = xorshift(s);
+    uint8_t b[8];
+    std::memcpy(b, &r, 8);
+    for (auto& v : b) {
+      if (prec == TB_PREC_Q8 && v == 0x80) v = 0x81;  // q8 codes are -127 .. 127
+    }
+    std::memcpy(&codes[i], b, std::min<size_t>(8, codes.size() - i));
+  }
+  for (auto& h : scales) h = static_cast<uint16_t>(0x2000 | (xorshift(s) & 0x83ff));  // ~2^-7, +-
+}
+
+struct DeviceAlloc {
+  void* p = nullptr;
+  ~DeviceAlloc() { if (p) cudaFree(p); }
+};
+
+Status alloc(DeviceAlloc& a, size_t bytes) {
+  TB_CUDA_TRY(cudaMalloc(&a.p, bytes));
+  return Status();
+}
+
+// How many copies of `bytes` exceed 3x the L2 (at least 2, so consecutive launches differ).
+int rotation(size_t bytes, size_t l2) {
+  const size_t want = 3 * l2 / std::max<size_t>(bytes, 1) + 2;
+  return static_cast<int>(std::min<size_t>(want, 96));
+}
+
+Result<double> copy_floor_gbps(cudaStream_t s, int reps) {
+  const size_t bytes = size_t{1} << 31;
+  DeviceAlloc a, b;
+  TB_RETURN_IF_ERROR(alloc(a, bytes));
+  TB_RETURN_IF_ERROR(alloc(b, bytes));
+  auto t = time_events(s, 2, reps, [&](int) {
+    TB_CUDA_TRY(cudaMemcpyAsync(b.p, a.p, bytes, cudaMemcpyDeviceToDevice, s));
+    return Status();
+  });
+  if (!t.ok()) return t.status();
+  return 2.0 * bytes / (*t * 1e3);  // read + write, GB/s
+}
+
+struct ShapeTimes {
+  double peer_us = -1, baseline_us = -1;
+};
+
+Result<ShapeTimes> peers(cublasHandle_t h, cudaStream_t s, const Shape& sh, int64_t m, size_t l2,
+                         int reps) {
+  ShapeTimes out;
+  // cuBLAS bf16: Y (m, n) = X (m, k) W^T, W (n, k) row-major, fp32 accumulate, bf16 out.
+  const size_t wbytes = static_cast<size_t>(sh.n * sh.k) * 2;
+  const int copies = rotation(wbytes, l2);
+  DeviceAlloc w, x, y;
+  TB_RETURN_IF_ERROR(alloc(w, wbytes * copies));
+  TB_RETURN_IF_ERROR(alloc(x, static_cast<size_t>(m * sh.k) * 2));
+  TB_RETURN_IF_ERROR(alloc(y, static_cast<size_t>(m * sh.n) * 4));
+  {
+    std::vector<__nv_bfloat16> hw(static_cast<size_t>(sh.n * sh.k));
+    uint64_t st = 99;
+    for (auto& v : hw) v = __float2bfloat16(static_cast<float>(static_cast<int>(xorshift(st) % 255) - 127) / 4096.0f);
+    for (int c = 0; c < copies; ++c) {
+      TB_CUDA_TRY(cudaMemcpy(static_cast<char*>(w.p) + c * wbytes, hw.data(), wbytes, cudaMemcpyHostToDevice));
+    }
+    std::vector<__nv_bfloat16> hx(static_cast<size_t>(m * sh.k));
+    for (auto& v : hx) v = __float2bfloat16(static_cast<float>(static_cast<int>(xorshift(st) % 200) - 100) / 64.0f);
+    TB_CUDA_TRY(cudaMemcpy(x.p, hx.data(), hx.size() * 2, cudaMemcpyHostToDevice));
+  }
+  const float alpha = 1.0f, beta = 0.0f;
+  auto peer = time_events(s, 5, reps, [&](int i) {
+    const void* wi = static_cast<const char*>(w.p) + (i % copies) * wbytes;
+    const cublasStatus_t st = cublasGemmEx(
+        h, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(sh.n), static_cast<int>(m),
+        static_cast<int>(sh.k), &alpha, wi, CUDA_R_16BF, static_cast<int>(sh.k), x.p, CUDA_R_16BF,
+        static_cast<int>(sh.k), &beta, y.p, CUDA_R_16BF, static_cast<int>(sh.n),
+        CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+    if (st != CUBLAS_STATUS_SUCCESS) return Error(TB_INTERNAL, "cublasGemmEx failed: status %d", static_cast<int>(st));
+    return Status();
+  });
+  if (!peer.ok()) return peer.status();
+  out.peer_us = *peer;
+
+  // The source engine's mapping (int8 K-major codes, f32 scales and activations).
+  const SourceMappingShape sm = source_mapping_plan(m, sh.n, sh.k);
+  const size_t wt_bytes = static_cast<size_t>(sh.k * sm.npad);
+  const size_t bs_bytes = static_cast<size_t>(sh.k / 32 * sm.npad) * 4;
+  const int sm_copies = rotation(wt_bytes + bs_bytes, l2);
+  DeviceAlloc wt, bs, xf, part, yf;
+  TB_RETURN_IF_ERROR(alloc(wt, wt_bytes * sm_copies));
+  TB_RETURN_IF_ERROR(alloc(bs, bs_bytes * sm_copies));
+  TB_RETURN_IF_ERROR(alloc(xf, static_cast<size_t>(m * sh.k) * 4));
+  TB_RETURN_IF_ERROR(alloc(part, static_cast<size_t>(sm.nsplit * m * sm.npad) * 4));
+  TB_RETURN_IF_ERROR(alloc(yf, static_cast<size_t>(m * sm.npad) * 4));
+  TB_CUDA_TRY(cudaMemset(wt.p, 3, wt_bytes * sm_copies));
+  TB_CUDA_TRY(cudaMemset(bs.p, 0x3c, bs_bytes * sm_copies));
+  TB_CUDA_TRY(cudaMemset(xf.p, 0x3c, static_cast<size_t>(m * sh.k) * 4));
+  auto base = time_events(s, 3, reps, [&](int i) {
+    const int c = i % sm_copies;
+    TB_CUDA_TRY(source_mapping_launch(sm, static_cast<const int8_t*>(wt.p) + c * wt_bytes,
+                                      reinterpret_cast<const float*>(static_cast<const char*>(bs.p) + c * bs_bytes),
+                                      static_cast<const float*>(xf.p), static_cast<float*>(part.p),
+                                      static_cast<float*>(yf.p), s));
+    return Status();
+  });
+  if (!base.ok()) return base.status();
+  out.baseline_us = *base;
+  return out;
+}
+
+}  // namespace
+
+Status run_cuda(const Options& opt, std::vector<Case>& out) {
+  // Found through the built-in list (not create_backend) so this object pulls the generated
+  // registry into the link itself.
+  const BackendEntry* entry = nullptr;
+  for (const BackendEntry& e : builtin_backends()) {
+    if (std::strcmp(e.name, "cuda") == 0) entry = &e;
+  }
+  if (!entry) return Error(TB_UNAVAILABLE, "this build has no CUDA backend");
+  tb_backend raw{};
+  tb_error err{};
+  const tb_code code = entry->create(TB_BACKEND_ABI_VERSION, &raw, &err);
+  if (code != TB_OK) return Status::from_c(code, err);
+  auto made = Backend::adopt(raw);
+  if (!made.ok()) return made.status();
+  Backend& cuda = *made;
+  cudaDeviceProp prop{};
+  TB_CUDA_TRY(cudaGetDeviceProperties(&prop, 0));
+  const size_t l2 = static_cast<size_t>(prop.l2CacheSize);
+  const int reps = opt.reps > 0 ? opt.reps : (opt.quick ? 20 : 200);
+  cudaStream_t s = nullptr;
+  TB_CUDA_TRY(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  cublasHandle_t blas = nullptr;
+  if (cublasCreate(&blas) != CUBLAS_STATUS_SUCCESS) return Error(TB_UNAVAILABLE, "cublasCreate failed");
+  cublasSetStream(blas, s);
+
+  auto floor = copy_floor_gbps(s, opt.quick ? 5 : 20);
+  if (!floor.ok()) return floor.status();
+  {
+    tb_backend_info info{};
+    tb_error derr{};
+    cuda.raw().iface->describe(cuda.raw().ctx, &info, &derr);
+    std::printf("device: %s\n", info.device ? info.device : prop.name);
+  }
+  std::printf("device-to-device copy (2 GiB, read + write counted): %.0f GB/s\n", *floor);
+  auto empty = time_host(50, opt.quick ? 100 : 1000, [&] {
+    TB_CUDA_TRY(launch_empty(s));
+    TB_CUDA_TRY(cudaStreamSynchronize(s));
+    return Status();
+  });
+  if (!empty.ok()) return empty.status();
+  std::printf("empty launch + synchronise: %.2f us (median)\n", *empty);
+  std::printf("%-8s %3s %-3s %-3s %10s %9s %7s %8s %9s %10s  %s\n", "shape", "M", "prc", "act",
+              "kernel_us", "floor_us", "%copy", "GB/s", "cublas_us", "source_us", "note");
+
+  for (const Shape& sh : kShapes) {
+    if (!opt.shapes.empty() &&
+        std::find(opt.shapes.begin(), opt.shapes.end(), sh.name) == opt.shapes.end()) {
+      continue;
+    }
+    for (tb_prec prec : {TB_PREC_Q8, TB_PREC_Q4}) {
+      std::vector<uint8_t> codes;
+      std::vector<uint16_t> scales;
+      fill_strips(prec, sh.n, sh.k, codes, scales, 12345 + sh.n + prec);
+      tb_weights_view view{};
+      view.kind = TB_WEIGHTS_STRIPS;
+      view.strips = {prec, sh.n, sh.k, pad32(sh.n), sh.k, codes.data(), codes.size(),
+                     scales.data(), scales.size() * 2};
+      auto bound = cuda.bind(view);
+      if (!bound.ok()) return bound.status();
+      cuda::BindReport br;
+      TB_RETURN_IF_ERROR(cuda::bind_report(cuda.raw(), bound->handle(), &br));
+      cuda::DeviceStrips dev;
+      TB_RETURN_IF_ERROR(cuda::device_strips(cuda.raw(), bound->handle(), &dev));
+      const size_t bytes = codes.size() + scales.size() * 2;
+      const int copies = rotation(bytes, l2);
+      DeviceAlloc rot;
+      TB_RETURN_IF_ERROR(alloc(rot, bytes * copies));
+      std::vector<cuda::DeviceStrips> devs(copies, dev);
+      for (int c = 0; c < copies; ++c) {
+        char* base = static_cast<char*>(rot.p) + c * bytes;
+        TB_CUDA_TRY(cudaMemcpy(base, dev.codes, codes.size(), cudaMemcpyDeviceToDevice));
+        TB_CUDA_TRY(cudaMemcpy(base + codes.size(), dev.scales, scales.size() * 2, cudaMemcpyDeviceToDevice));
+        devs[c].codes = reinterpret_cast<const uint8_t*>(base);
+        devs[c].scales = reinterpret_cast<const uint16_t*>(base + codes.size());
+      }
+      for (int64_t m : opt.ms) {
+        ShapeTimes pt;
+        if (prec == TB_PREC_Q8) {
+          auto p = peers(blas, s, sh, m, l2, std::max(10, reps / 2));
+          if (!p.ok()) return p.status();
+          pt = *p;
+        }
+        // Activations (random floats) and their i8 quantisation.
+        std::vector<float> hx(static_cast<size_t>(m * sh.k));
+        uint64_t st = 7 + m;
+        for (auto& v : hx) v = static_cast<float>(static_cast<int64_t>(xorshift(st) % 4001) - 2000) / 1000.0f;
+        std::vector<int8_t> hq(hx.size());
+        std::vector<float> hd(static_cast<size_t>(m * sh.k / 32));
+        ref::quantize_activations(m, sh.k, hx.data(), sh.k, hq.data(), sh.k, hd.data(), sh.k / 32);
+        DeviceAlloc dx, dq, dd, dy, dpart, dcnt;
+        TB_RETURN_IF_ERROR(alloc(dx, hx.size() * 4));
+        TB_RETURN_IF_ERROR(alloc(dq, hq.size()));
+        TB_RETURN_IF_ERROR(alloc(dd, hd.size() * 4));
+        TB_RETURN_IF_ERROR(alloc(dy, static_cast<size_t>(m * sh.n) * 4));
+        TB_RETURN_IF_ERROR(alloc(dpart, std::max<size_t>(4, cuda::gemm_partial_floats(dev, m) * 4)));
+        TB_RETURN_IF_ERROR(alloc(dcnt, cuda::gemm_counter_count(dev, m) * 4));
+        TB_CUDA_TRY(cudaMemset(dcnt.p, 0, cuda::gemm_counter_count(dev, m) * 4));
+        TB_CUDA_TRY(cudaMemcpy(dx.p, hx.data(), hx.size() * 4, cudaMemcpyHostToDevice));
+        TB_CUDA_TRY(cudaMemcpy(dq.p, hq.data(), hq.size(), cudaMemcpyHostToDevice));
+        TB_CUDA_TRY(cudaMemcpy(dd.p, hd.data(), hd.size() * 4, cudaMemcpyHostToDevice));
+        for (tb_act_mode mode : {TB_ACT_F32, TB_ACT_I8}) {
+          auto kernel_us = [&](cuda::CodeConvert cv, int row_tile = 0) {
+            return time_events(s, 5, reps, [&](int i) {
+              cuda::GemmLaunch a;
+              a.mode = mode;
+              a.m = m;
+              a.x = static_cast<const float*>(dx.p);
+              a.xq = static_cast<const int8_t*>(dq.p);
+              a.xd = static_cast<const float*>(dd.p);
+              a.y = static_cast<float*>(dy.p);
+              a.partial = static_cast<float*>(dpart.p);
+              a.counters = static_cast<unsigned*>(dcnt.p);
+              a.convert = cv;
+              a.row_tile = row_tile;
+              return cuda::launch_gemm(devs[i % copies], a, s);
+            });
+          };
+          auto us = kernel_us(cuda::CodeConvert::kBytePermute);
+          if (!us.ok()) return us.status();
+          Case c;
+          c.shape = sh.name;
+          c.k = sh.k;
+          c.n = sh.n;
+          c.m = m;
+          c.prec = prec == TB_PREC_Q8 ? "q8" : "q4";
+          c.mode = mode == TB_ACT_F32 ? "f32" : "i8";
+          c.us = *us;
+          c.floor_us = bytes / (*floor * 1e3);
+          c.ratio = c.us / c.floor_us;
+          c.gbps = bytes / (c.us * 1e3);
+          if (mode == TB_ACT_F32) {
+            // The source engine ran q4 as int8 codes through the same kernel: its q8 time stands.
+            c.peer_us = pt.peer_us;
+            c.baseline_us = pt.baseline_us;
+          } else {
+            c.peer_us = pt.peer_us;
+          }
+          if (mode == TB_ACT_F32 && prec == TB_PREC_Q8 && (m == 1 || sh.n == 151936)) {
+            auto i2f = kernel_us(cuda::CodeConvert::kI2F);
+            if (!i2f.ok()) return i2f.status();
+            c.note += Format("i2f_us=%.2f ", *i2f);
+          }
+          if (m >= 16 && prec == TB_PREC_Q8) {  // row tile 16 (default here) against 8
+            auto rt8 = kernel_us(cuda::CodeConvert::kBytePermute, 8);
+            if (!rt8.ok()) return rt8.status();
+            c.note += Format("rowtile8_us=%.2f ", *rt8);
+          }
+          if (mode == TB_ACT_F32 && prec == TB_PREC_Q8) {
+            // The offload round trip through the public API (pinned staging, one sync per call).
+            std::vector<float> y(static_cast<size_t>(m * sh.n));
+            tb_gemm_args g{};
+            g.mode = TB_ACT_F32;
+            g.m = m;
+            g.x = hx.data();
+            g.ldx = sh.k;
+            g.y = y.data();
+            g.ldy = sh.n;
+            const int rt_reps = opt.quick ? 50 : 500;
+            for (bool graphs : {true, false}) {
+              TB_RETURN_IF_ERROR(cuda::set_use_graphs(cuda.raw(), graphs));
+              auto rt = time_host(20, rt_reps, [&] { return cuda.gemm(*bound, g); });
+              if (!rt.ok()) return rt.status();
+              c.note += Format("offload_%s_us=%.2f ", graphs ? "graph" : "stream", *rt);
+            }
+            TB_RETURN_IF_ERROR(cuda::set_use_graphs(cuda.raw(), true));
+            c.note += Format("bind=%.1fms ", br.seconds * 1e3);
+          }
+          std::printf("%-8s %3lld %-3s %-3s %10.2f %9.2f %6.1f%% %8.0f %9.2f %10.2f  %s\n",
+                      c.shape.c_str(), static_cast<long long>(m), c.prec.c_str(), c.mode.c_str(),
+                      c.us, c.floor_us, 100.0 * c.floor_us / c.us, c.gbps, c.peer_us,
+                      c.baseline_us, c.note.c_str());
+          std::fflush(stdout);
+          out.push_back(c);
+        }
+      }
+    }
+  }
+  cublasDestroy(blas);
+  cudaStreamDestroy(s);
+  return Status();
+}
+
+}  // namespace twinbit::bench
