@@ -40,7 +40,7 @@ int run_bench(const BenchOptions& o) {
   std::printf("interleaved A B x %d rounds after %d warm-up calls each (seed %llu)\n", o.rounds,
               o.warmup, static_cast<unsigned long long>(o.seed));
   auto side = [](const char* n, const SideStats& s) {
-    std::printf("%s  median %s per call   p10 %s  p90 %s   (%d calls per round)\n", n,
+    std::printf("%s  median %s per call   p10 %s  p90 %s   (calls per round: %d)\n", n,
                 format_time_us(s.median_us).c_str(), format_time_us(s.p10_us).c_str(),
                 format_time_us(s.p90_us).c_str(), s.calls_per_round);
   };

@@ -38,7 +38,8 @@ int run_gate(const GateOptions& o) {
   ao.seed = o.seed;
   auto r = run_ab(base, floor, ao);
   if (!r.ok()) {
-    if (r.status().code() == TB_UNIMPLEMENTED) {
+    // Only the floor side's UNIMPLEMENTED means "no floor"; anything else is a plain failure.
+    if (r.status().code() == TB_UNIMPLEMENTED && r.status().message().rfind(floor.text(), 0) == 0) {
       std::fprintf(stderr, "twinbit gate: backend '%s' has no read_floor entry, so there is no "
                    "floor to measure against on it; no gate is reported (%s)\n", o.backend.c_str(),
                    r.status().message().c_str());
