@@ -5,6 +5,7 @@
 // tb_backend_create_v1 from a shared library), then replace one entry at a time and run
 // `twinbit conformance --backend NAME` after each.
 #include "core/backend.h"
+#include "core/op_checks.h"
 #include "core/status.hpp"
 
 namespace {
@@ -21,8 +22,8 @@ tb_code describe(void*, tb_backend_info* out, tb_error*) {
 }
 
 tb_code supports(void*, const tb_op_desc* op, tb_error* err) {
-  return Error(TB_UNIMPLEMENTED, "null backend implements no operation (asked for op %d)",
-               static_cast<int>(op->op)).to_c(err);
+  return Error(TB_UNIMPLEMENTED, "null backend implements no operation (asked for %s)",
+               twinbit::op_name(op->op)).to_c(err);
 }
 
 tb_code weights_bind(void*, const tb_weights_view*, void** out_handle, tb_error* err) {
