@@ -159,11 +159,16 @@ GemmParams gemm_params(const tb_strips& w) {
 }
 
 // Strips x row blocks of 4 rows; a task keeps a strip for all its rows (the strip stays in
-// cache while every row block reuses it).
-tbb::blocked_range2d<int64_t> gemm_range(const GemmParams& p, int64_t m) {
+// cache while every row block reuses it). A task gets at least ~256 KiB of codes x rows when
+// the shape allows (a lm_head strip at M = 1 is ~1 us of work: comparable to the cost of a
+// task), while leaving >= 8 tasks per thread for balance.
+tbb::blocked_range2d<int64_t> gemm_range(const GemmParams& p, int64_t m, int threads) {
   const int64_t strips = p.np / 32;
   const int64_t row_blocks = twinbit::ceil_div(m, 4);
-  return tbb::blocked_range2d<int64_t>(0, strips, 1, 0, row_blocks, row_blocks);
+  const int64_t strip_work = p.ngroups * (p.prec == TB_PREC_Q8 ? 1024 : 512) * m;
+  int64_t grain = std::max<int64_t>(1, (int64_t{256} << 10) / std::max<int64_t>(1, strip_work));
+  grain = std::min(grain, std::max<int64_t>(1, strips / (8 * threads)));
+  return tbb::blocked_range2d<int64_t>(0, strips, grain, 0, row_blocks, row_blocks);
 }
 
 tb_code gemm(void* c, void* handle, const tb_gemm_args* a, tb_error* err) {
@@ -202,7 +207,7 @@ tb_code gemm(void* c, void* handle, const tb_gemm_args* a, tb_error* err) {
   }
   const auto kernel = a->mode == TB_ACT_F32 ? ctx.k->gemm_f32 : ctx.k->gemm_i8;
   const int64_t m = a->m;
-  s = run_parallel(ctx, gemm_range(p, m), [&](const tbb::blocked_range2d<int64_t>& r) {
+  s = run_parallel(ctx, gemm_range(p, m, ctx.threads), [&](const tbb::blocked_range2d<int64_t>& r) {
     kernel(p, r.rows().begin(), r.rows().end(), r.cols().begin() * 4,
            std::min<int64_t>(m, r.cols().end() * 4));
   });
@@ -277,7 +282,8 @@ tb_code read_floor(void* c, void* handle, int64_t m, tb_error* err) {
   const GemmParams p = gemm_params(b->view.strips);
   const int64_t strip_bytes = p.ngroups * (p.prec == TB_PREC_Q8 ? 1024 : 512);
   std::atomic<uint64_t> sink{0};
-  s = run_parallel(ctx, tbb::blocked_range<int64_t>(0, p.np / 32, 1),
+  const tbb::blocked_range2d<int64_t> part = gemm_range(p, m, ctx.threads);
+  s = run_parallel(ctx, tbb::blocked_range<int64_t>(0, p.np / 32, part.rows().grainsize()),
                    [&](const tbb::blocked_range<int64_t>& r) {
                      const int64_t n = r.end() - r.begin();
                      uint64_t v = ctx.k->read_bytes(p.codes + r.begin() * strip_bytes, n * strip_bytes);

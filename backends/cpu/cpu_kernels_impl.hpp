@@ -64,37 +64,50 @@ struct SliceAccumulator {
 constexpr int64_t tile_code_bytes(tb_prec prec) { return prec == TB_PREC_Q8 ? 1024 : 512; }
 
 // gemm, mode F32: one strip (32 columns) x NR rows starting at row0.
+// With few rows, one group's dot chains are too few to hide the fma latency (32 dependent fmas
+// per lane per group, 4 cycles each), so NR <= 2 runs two groups' chains side by side (GS = 2):
+// they are independent until the slice accumulation, which still takes g, then g + 1.
 template <Isa I, int NR>
 void gemm_f32_strip(const GemmParams& p, int64_t strip, int64_t row0) {
   using F = FBatch<I>;
   constexpr int W = kLanes<I>, V = 32 / W;
+  constexpr int GS = NR <= 2 ? 2 : 1;  // groups in flight
   SliceAccumulator<I, NR> acc(p.ngroups, p.nsplit);
   const int64_t tb = tile_code_bytes(p.prec);
-  alignas(64) int8_t wt[32 * 32];  // (32 k, 32 columns): the tile transposed
-  alignas(64) float ws[32];        // (32 columns) weight scales of the tile
+  alignas(64) int8_t wt[GS][32 * 32];  // (GS groups, the tile transposed: see code_offset)
+  alignas(64) float ws[GS][32];        // (GS groups, 32 columns) weight scales
   const float* xr[NR];
   for (int r = 0; r < NR; ++r) xr[r] = p.x + (row0 + r) * p.ldx;
-  for (int64_t g = 0; g < p.ngroups; ++g) {
-    const int64_t tile = strip * p.ngroups + g;
-    transpose_tile<I>(p.codes + tile * tb, p.prec, wt);
-    load_scales32<I>(p.scales + tile * 32, ws);
-    F dot[NR][V];  // (NR rows, 32 columns): p[g], one sequential fma chain per lane
-    for (int r = 0; r < NR; ++r) {
-      for (int v = 0; v < V; ++v) dot[r][v] = F(0.0f);
-    }
-    for (int kk = 0; kk < 32; ++kk) {
-      F xb[NR];
-      for (int r = 0; r < NR; ++r) xb[r] = F(xr[r][g * 32 + kk]);
-      for (int v = 0; v < V; ++v) {
-        const F wf = load_i8_as_f32<I>(wt + code_offset<I>(kk, v));  // shared by the NR rows
-        for (int r = 0; r < NR; ++r) dot[r][v] = fma_exact<I>(wf, xb[r], dot[r][v]);
+  for (int64_t g0 = 0; g0 < p.ngroups; g0 += GS) {
+    const int gs = static_cast<int>(std::min<int64_t>(GS, p.ngroups - g0));
+    F dot[GS][NR][V];  // (groups, rows, 32 columns): p[g], one sequential fma chain per lane
+    for (int j = 0; j < GS; ++j) {
+      const int64_t tile = strip * p.ngroups + g0 + (j < gs ? j : 0);
+      transpose_tile<I>(p.codes + tile * tb, p.prec, wt[j]);
+      load_scales32<I>(p.scales + tile * 32, ws[j]);
+      for (int r = 0; r < NR; ++r) {
+        for (int v = 0; v < V; ++v) dot[j][r][v] = F(0.0f);
       }
     }
-    for (int v = 0; v < V; ++v) {
-      const F wsv = F::load_aligned(ws + v * W);
-      for (int r = 0; r < NR; ++r) acc.add(r, v, dot[r][v], wsv);
+    for (int kk = 0; kk < 32; ++kk) {
+      for (int j = 0; j < GS; ++j) {
+        // (With gs < GS the extra chain recomputes group g0 and is discarded.)
+        const int64_t xk = (g0 + (j < gs ? j : 0)) * 32 + kk;
+        F xb[NR];
+        for (int r = 0; r < NR; ++r) xb[r] = F(xr[r][xk]);
+        for (int v = 0; v < V; ++v) {
+          const F wf = load_i8_as_f32<I>(wt[j] + code_offset<I>(kk, v));  // shared by the NR rows
+          for (int r = 0; r < NR; ++r) dot[j][r][v] = fma_exact<I>(wf, xb[r], dot[j][r][v]);
+        }
+      }
     }
-    acc.end_group(g);
+    for (int j = 0; j < gs; ++j) {
+      for (int v = 0; v < V; ++v) {
+        const F wsv = F::load_aligned(ws[j] + v * W);
+        for (int r = 0; r < NR; ++r) acc.add(r, v, dot[j][r][v], wsv);
+      }
+      acc.end_group(g0 + j);
+    }
   }
   acc.store(p.y, p.ldy, row0, strip * 32, std::min<int64_t>(32, p.n - strip * 32));
 }

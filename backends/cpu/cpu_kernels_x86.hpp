@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <utility>
 
 #include "backends/cpu/cpu_simd.h"
 #include "core/backend.h"
@@ -85,6 +86,15 @@ inline void q4_tile_to_q8_regs(const uint8_t* tile, __m512i* r) {
   }
 }
 
+// One stage with every register index a constant expression, so the 32 registers stay registers
+// (indices read from the plan at run time would force the arrays into memory).
+template <int S, int... R>
+inline void vbmi_stage(const __m512i* in, __m512i* out, std::integer_sequence<int, R...>) {
+  ((out[R] = _mm512_permutex2var_epi8(in[kVbmiPlan.stage[S].src_a[R]],
+                                      _mm512_loadu_si512(kVbmiPlan.stage[S].idx[R]),
+                                      in[kVbmiPlan.stage[S].src_b[R]])), ...);
+}
+
 inline void transpose_tile_vbmi(const uint8_t* tile, tb_prec prec, int8_t* out) {
   __m512i a[16], b[16];
   if (prec == TB_PREC_Q8) {
@@ -92,18 +102,10 @@ inline void transpose_tile_vbmi(const uint8_t* tile, tb_prec prec, int8_t* out) 
   } else {
     q4_tile_to_q8_regs(tile, a);
   }
-  __m512i* in = a;
-  __m512i* outr = b;
-  for (int s = 0; s < 3; ++s) {
-    const VbmiStage& st = kVbmiPlan.stage[s];
-    for (int r = 0; r < 16; ++r) {
-      const __m512i idx = _mm512_loadu_si512(st.idx[r]);
-      outr[r] = _mm512_permutex2var_epi8(in[st.src_a[r]], idx, in[st.src_b[r]]);
-    }
-    __m512i* t = in;
-    in = outr;
-    outr = t;
-  }
+  vbmi_stage<0>(a, b, std::make_integer_sequence<int, 16>());
+  vbmi_stage<1>(b, a, std::make_integer_sequence<int, 16>());
+  vbmi_stage<2>(a, b, std::make_integer_sequence<int, 16>());
+  __m512i* in = b;
   for (int r = 0; r < 16; ++r) _mm512_store_si512(out + 64 * r, in[r]);
 }
 
