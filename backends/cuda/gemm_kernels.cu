@@ -415,7 +415,7 @@ Status launch_gemm(const DeviceStrips& w, const GemmLaunch& a, cudaStream_t stre
   const int64_t blocks_per_slice = strip_blocks * row_tiles;
   int64_t slices_per_block = 1;
   KernelFn kernel = single;
-  if (mt == 1 && nsplit > 1 && blocks_per_slice * nsplit > *slots) {
+  if (a.merge_slices && mt == 1 && nsplit > 1 && blocks_per_slice * nsplit > *slots) {
     const KernelFn merged = pick_kernel<1, true>(w.prec, a.mode, a.convert);
     auto merged_slots = resident_blocks(merged);
     if (!merged_slots.ok()) return merged_slots.status();

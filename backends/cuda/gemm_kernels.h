@@ -61,7 +61,8 @@ struct GemmLaunch {
   float* partial = nullptr;      // workspace: gemm_partial_floats() floats
   unsigned* counters = nullptr;  // workspace: gemm_counter_count() zeroed counters
   CodeConvert convert = CodeConvert::kBytePermute;
-  int row_tile = 0;              // rows per block: 0 = automatic (1, 8 or 16); 1/8/16 forces one
+  int row_tile = 0;              // rows per block: 0 = automatic (1 or 8); 8 or 16 forces one (M > 1)
+  bool merge_slices = true;      // decode: let a block run several slices when that fills one wave
 };
 
 // Most rows one launch takes (row tiles index the grid; callers loop over larger M).

@@ -298,7 +298,7 @@ Status run_cuda(const Options& opt, std::vector<Case>& out) {
         TB_CUDA_TRY(cudaMemcpy(dq.p, hq.data(), hq.size(), cudaMemcpyHostToDevice));
         TB_CUDA_TRY(cudaMemcpy(dd.p, hd.data(), hd.size() * 4, cudaMemcpyHostToDevice));
         for (tb_act_mode mode : {TB_ACT_F32, TB_ACT_I8}) {
-          auto kernel_us = [&](cuda::CodeConvert cv, int row_tile = 0) {
+          auto kernel_us = [&](cuda::CodeConvert cv, int row_tile = 0, bool merge = true) {
             return time_events(s, 5, reps, [&](int i) {
               cuda::GemmLaunch a;
               a.mode = mode;
@@ -311,6 +311,7 @@ Status run_cuda(const Options& opt, std::vector<Case>& out) {
               a.counters = static_cast<unsigned*>(dcnt.p);
               a.convert = cv;
               a.row_tile = row_tile;
+              a.merge_slices = merge;
               return cuda::launch_gemm(devs[i % copies], a, s);
             });
           };
@@ -338,6 +339,11 @@ Status run_cuda(const Options& opt, std::vector<Case>& out) {
             auto i2f = kernel_us(cuda::CodeConvert::kI2F);
             if (!i2f.ok()) return i2f.status();
             c.note += Format("i2f_us=%.2f ", *i2f);
+          }
+          if (m == 1) {  // one slice per block against the merged-slice decode grid
+            auto single = kernel_us(cuda::CodeConvert::kBytePermute, 0, false);
+            if (!single.ok()) return single.status();
+            c.note += Format("unmerged_us=%.2f ", *single);
           }
           if (m >= 16 && prec == TB_PREC_Q8) {  // the row tile of 16 against the default 8
             auto rt16 = kernel_us(cuda::CodeConvert::kBytePermute, 16);
