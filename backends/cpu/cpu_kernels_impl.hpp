@@ -147,11 +147,16 @@ void gemm_i8_strip(const GemmParams& p, int64_t strip, int64_t row0) {
 
 // Rows in groups of four (prefill: four rows share each tile's transpose and conversion), then
 // the row kernel for the remainder; the bits of a row do not depend on which kernel ran it.
-template <Isa I, template <Isa, int> class Strip>
+// The F32 mode also has an 8-row group (kMaxRows = 8): 16 independent fma chains per tile keep
+// both FMA ports busy (latency 4 x 2 ports needs >= 8 chains; conversions share the ports).
+template <Isa I, template <Isa, int> class Strip, int kMaxRows>
 struct RowGrouping {
   static void run(const GemmParams& p, int64_t s0, int64_t s1, int64_t r0, int64_t r1) {
     for (int64_t s = s0; s < s1; ++s) {
       int64_t r = r0;
+      if constexpr (kMaxRows >= 8) {
+        for (; r + 8 <= r1; r += 8) Strip<I, 8>::run(p, s, r);
+      }
       for (; r + 4 <= r1; r += 4) Strip<I, 4>::run(p, s, r);
       switch (r1 - r) {
         case 3: Strip<I, 3>::run(p, s, r); break;
@@ -167,11 +172,11 @@ template <Isa I, int NR> struct I8Strip { static void run(const GemmParams& p, i
 
 template <Isa I>
 void gemm_f32(const GemmParams& p, int64_t s0, int64_t s1, int64_t r0, int64_t r1) {
-  RowGrouping<I, F32Strip>::run(p, s0, s1, r0, r1);
+  RowGrouping<I, F32Strip, 8>::run(p, s0, s1, r0, r1);
 }
 template <Isa I>
 void gemm_i8(const GemmParams& p, int64_t s0, int64_t s1, int64_t r0, int64_t r1) {
-  RowGrouping<I, I8Strip>::run(p, s0, s1, r0, r1);
+  RowGrouping<I, I8Strip, 4>::run(p, s0, s1, r0, r1);
 }
 
 // gemv_f32: lane l of the reference's 32 lanes is lane l % W of batch l / W.

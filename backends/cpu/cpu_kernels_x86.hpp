@@ -73,8 +73,12 @@ constexpr int vbmi_code_offset(int k, int half) { return ((half << 3) | (k >> 2)
 #if defined(__AVX512VBMI__)
 // q4 tile -> the 16 registers of a q8 tile (codes, not nibbles): each 64-byte load holds columns
 // 4j..4j+3 (16 bytes each); low nibbles are k 0..15, high nibbles k 16..31.
+// kStoredNibbles: keep the stored nibbles (code + 8, the VNNI path's unsigned operand) instead
+// of the codes.
+template <bool kStoredNibbles = false>
 inline void q4_tile_to_q8_regs(const uint8_t* tile, __m512i* r) {
-  const __m512i mask = _mm512_set1_epi8(0x0f), eight = _mm512_set1_epi8(8);
+  const __m512i mask = _mm512_set1_epi8(0x0f);
+  const __m512i eight = _mm512_set1_epi8(kStoredNibbles ? 0 : 8);
   const __m512i even = _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11);
   const __m512i odd = _mm512_setr_epi64(4, 5, 12, 13, 6, 7, 14, 15);
   for (int j = 0; j < 8; ++j) {
@@ -110,69 +114,94 @@ inline void transpose_tile_vbmi(const uint8_t* tile, tb_prec prec, int8_t* out) 
 }
 
 // ---- avx512vnni: exact int8 group dots with vpdpbusd ------------------------------------------
-// vpdpbusd multiplies unsigned by signed bytes. Weights become the unsigned operand by a bias:
-// q8: w ^ 0x80 = w + 128 in [1, 255]; q4: the stored nibble = w + 8 in [0, 15]. Then
-//   sum (w + bias) * a = isum + bias * sum(a),
-// and sum(a) of the row's group (xsum, computed once per call) removes the bias exactly.
-// |partial sums| stay far below 2^31 (255 * 127 * 32).
+// vpdpbusd multiplies unsigned by signed bytes, four at a time, into each dword lane. So that a
+// lane is a column, the tile is first transposed at dword granularity: the dword of column c and
+// k-quad q (codes 4q .. 4q+3, contiguous in the tile) moves to register (c >> 4) * 8 + q, lane
+// c & 15. Three vpermt2d stages do it (c1 <-> q2, c2 <-> q1, c3 <-> q0), shared by all rows;
+// then each row is 16 vpdpbusd per tile with the row's 4 codes of quad q broadcast, and no
+// horizontal reduction at all.
+// Weights are the unsigned operand through a bias: q8: w ^ 0x80 = w + 128 in [1, 255]; q4: the
+// stored nibble = w + 8 in [0, 15]. Then sum (w + bias) * a = isum + bias * sum(a), and sum(a)
+// of the row's group (xsum, computed once per call) removes the bias exactly; every partial sum
+// stays far below 2^31 (255 * 127 * 32).
+struct DwordStage {
+  uint8_t src_a[16], src_b[16];
+  uint32_t idx[16][16];  // vpermt2d indices: < 16 from src_a, >= 16 from src_b
+};
+struct DwordPlan {
+  DwordStage stage[3];
+};
 
-// Pairwise sums of adjacent dwords of a, then of b: [a0+a1, a2+a3, ..., b14+b15].
-inline __m512i add_adjacent_pairs(__m512i a, __m512i b) {
-  const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-  const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
-  return _mm512_add_epi32(_mm512_permutex2var_epi32(a, even, b), _mm512_permutex2var_epi32(a, odd, b));
+// Where dword (column c, quad q) lives after stage s.
+constexpr void dword_layout(int s, int c, int q, int* reg, int* lane) {
+  switch (s) {
+    case 0: *reg = c >> 1; *lane = ((c & 1) << 3) | q; break;
+    case 1: *reg = ((c >> 2) << 1) | (q >> 2); *lane = ((c & 3) << 2) | (q & 3); break;
+    case 2: *reg = ((c >> 3) << 2) | (q >> 1); *lane = ((c & 7) << 1) | (q & 1); break;
+    default: *reg = ((c >> 4) << 3) | q; *lane = c & 15; break;
+  }
+}
+
+constexpr DwordPlan make_dword_plan() {
+  DwordPlan plan{};
+  for (int s = 0; s < 3; ++s) {
+    DwordStage& st = plan.stage[s];
+    for (int r = 0; r < 16; ++r) st.src_a[r] = st.src_b[r] = 0xff;
+    for (int c = 0; c < 32; ++c) {
+      for (int q = 0; q < 8; ++q) {
+        int r_in = 0, l_in = 0, r_out = 0, l_out = 0;
+        dword_layout(s, c, q, &r_in, &l_in);
+        dword_layout(s + 1, c, q, &r_out, &l_out);
+        if (st.src_a[r_out] == 0xff || st.src_a[r_out] == r_in) {
+          st.src_a[r_out] = static_cast<uint8_t>(r_in);
+          st.idx[r_out][l_out] = static_cast<uint32_t>(l_in);
+        } else {
+          st.src_b[r_out] = static_cast<uint8_t>(r_in);
+          st.idx[r_out][l_out] = static_cast<uint32_t>(16 + l_in);
+        }
+      }
+    }
+  }
+  return plan;
+}
+inline constexpr DwordPlan kDwordPlan = make_dword_plan();
+
+template <int S, int... R>
+inline void dword_stage(const __m512i* in, __m512i* out, std::integer_sequence<int, R...>) {
+  ((out[R] = _mm512_permutex2var_epi32(in[kDwordPlan.stage[S].src_a[R]],
+                                       _mm512_loadu_si512(kDwordPlan.stage[S].idx[R]),
+                                       in[kDwordPlan.stage[S].src_b[R]])), ...);
 }
 
 template <int NR>
 inline void group_dots_vnni(const uint8_t* tile, tb_prec prec, const int8_t* const* xr,
                             const int32_t* const* xsum, int64_t g, int32_t (*isum)[32]) {
+  __m512i a[16], b[16];
+  int32_t bias = 8;
   if (prec == TB_PREC_Q8) {
     const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
-    __m512i w[16];  // register i: columns 2i, 2i+1 as u8 = code + 128
-    for (int i = 0; i < 16; ++i) w[i] = _mm512_xor_si512(_mm512_loadu_si512(tile + 64 * i), flip);
-    for (int r = 0; r < NR; ++r) {
-      const __m512i x = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(xr[r] + g * 32)));
-      __m512i s4[8];  // columns 4i..4i+3, 4 partial sums each
-      for (int i = 0; i < 8; ++i) {
-        const __m512i d0 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w[2 * i], x);
-        const __m512i d1 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w[2 * i + 1], x);
-        s4[i] = add_adjacent_pairs(d0, d1);
-      }
-      __m512i s2[4];
-      for (int i = 0; i < 4; ++i) s2[i] = add_adjacent_pairs(s4[2 * i], s4[2 * i + 1]);
-      const __m512i bias = _mm512_set1_epi32(128 * xsum[r][g]);
-      for (int h = 0; h < 2; ++h) {
-        const __m512i s1 = add_adjacent_pairs(s2[2 * h], s2[2 * h + 1]);
-        _mm512_store_si512(isum[r] + 16 * h, _mm512_sub_epi32(s1, bias));
-      }
-    }
+    for (int i = 0; i < 16; ++i) a[i] = _mm512_xor_si512(_mm512_loadu_si512(tile + 64 * i), flip);
+    bias = 128;
   } else {
-    const __m512i mask = _mm512_set1_epi8(0x0f);
-    __m512i lo[8], hi[8];  // register j: columns 4j..4j+3; lo = k 0..15, hi = k 16..31 (w + 8)
-    for (int j = 0; j < 8; ++j) {
-      const __m512i v = _mm512_loadu_si512(tile + 64 * j);
-      lo[j] = _mm512_and_si512(v, mask);
-      hi[j] = _mm512_and_si512(_mm512_srli_epi16(v, 4), mask);
+    q4_tile_to_q8_regs<true>(tile, a);
+  }
+  dword_stage<0>(a, b, std::make_integer_sequence<int, 16>());
+  dword_stage<1>(b, a, std::make_integer_sequence<int, 16>());
+  dword_stage<2>(a, b, std::make_integer_sequence<int, 16>());
+  // b[h * 8 + q]: lane j = the 4 unsigned codes of quad q of column 16 h + j.
+  for (int r = 0; r < NR; ++r) {
+    const int8_t* x = xr[r] + g * 32;
+    __m512i acc[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
+    for (int q = 0; q < 8; ++q) {
+      int32_t quad;
+      std::memcpy(&quad, x + 4 * q, 4);
+      const __m512i xb = _mm512_set1_epi32(quad);
+      acc[0] = _mm512_dpbusd_epi32(acc[0], b[q], xb);
+      acc[1] = _mm512_dpbusd_epi32(acc[1], b[8 + q], xb);
     }
-    for (int r = 0; r < NR; ++r) {
-      const int8_t* a = xr[r] + g * 32;
-      const __m512i xlo = _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a)));
-      const __m512i xhi = _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a + 16)));
-      __m512i s2[4];  // columns 8i..8i+7, 2 partial sums each
-      for (int i = 0; i < 4; ++i) {
-        __m512i d[2];
-        for (int t = 0; t < 2; ++t) {
-          const int j = 2 * i + t;
-          d[t] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), lo[j], xlo), hi[j], xhi);
-        }
-        s2[i] = add_adjacent_pairs(d[0], d[1]);
-      }
-      const __m512i bias = _mm512_set1_epi32(8 * xsum[r][g]);
-      for (int h = 0; h < 2; ++h) {
-        const __m512i s1 = add_adjacent_pairs(s2[2 * h], s2[2 * h + 1]);
-        _mm512_store_si512(isum[r] + 16 * h, _mm512_sub_epi32(s1, bias));
-      }
-    }
+    const __m512i correction = _mm512_set1_epi32(bias * xsum[r][g]);
+    _mm512_store_si512(isum[r], _mm512_sub_epi32(acc[0], correction));
+    _mm512_store_si512(isum[r] + 16, _mm512_sub_epi32(acc[1], correction));
   }
 }
 #endif  // __AVX512VBMI__
