@@ -11,6 +11,7 @@ namespace {
 constexpr int kGemvThreads = 256;   // 8 warps = 8 rows per block
 constexpr int kGdnThreads = 128;    // value columns per block
 constexpr int kGdnRegDim = 128;     // kd == vd of the register-resident twin
+constexpr int kExpfBlocks = 1024;   // grid-stride: any count is correct; this just fills a GPU
 
 struct GemvParams {
   const float* w0;  // (rows, cols)
@@ -162,7 +163,7 @@ Status launch_expf_range(uint32_t first_bits, uint64_t count, float* out, cudaSt
     return Error(TB_INTERNAL, "expf launch: count %llu (expected 1 .. 2^32) or null output",
                  static_cast<unsigned long long>(count));
   }
-  expf_range_kernel<<<132 * 8, 256, 0, stream>>>(first_bits, count, out);
+  expf_range_kernel<<<kExpfBlocks, 256, 0, stream>>>(first_bits, count, out);
   TB_CUDA_TRY(cudaGetLastError());
   return Status();
 }
