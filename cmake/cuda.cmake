@@ -15,7 +15,7 @@ if(NOT TWINBIT_CUDA STREQUAL "OFF")
       set(CMAKE_CUDA_ARCHITECTURES 90)   # Hopper (H100/H200), the GPU this project is measured on
     endif()
     enable_language(CUDA)
-    set(CMAKE_CUDA_STANDARD 20)
+    set(CMAKE_CUDA_STANDARD 17)   # CMake 3.25 does not know nvcc's C++20 dialect
     set(CMAKE_CUDA_STANDARD_REQUIRED ON)
     find_package(CUDAToolkit REQUIRED)
     set(TWINBIT_HAVE_CUDA ON)
