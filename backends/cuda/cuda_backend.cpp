@@ -31,6 +31,10 @@ namespace {
 constexpr size_t kMaxPartialBytes = size_t{256} << 20;  // gemm workspace cap; rows are chunked past it
 constexpr size_t kBindChunk = size_t{32} << 20;         // pinned staging slot for uploads
 constexpr size_t kMaxGraphsPerLane = 64;
+// Outputs up to this size are written by the kernel straight into the pinned (mapped) host
+// staging: a small call then has no device-to-host copy node, whose DMA setup costs more than the
+// few KiB cost on the bus. Larger outputs go through one copy at full DMA bandwidth.
+constexpr size_t kMaxDirectOutputBytes = size_t{64} << 10;
 
 struct DeviceBuffer {
   void* p = nullptr;
@@ -103,8 +107,9 @@ struct GraphKey {
   uint64_t bind_id;
   int64_t m;
   int mode;
+  int variant;  // cluster fold, direct output (switches of the benchmark)
   bool operator<(const GraphKey& o) const {
-    return std::tie(bind_id, m, mode) < std::tie(o.bind_id, o.m, o.mode);
+    return std::tie(bind_id, m, mode, variant) < std::tie(o.bind_id, o.m, o.mode, o.variant);
   }
 };
 
@@ -113,6 +118,8 @@ struct Lane {
   PinnedBuffer h_in, h_out;
   DeviceBuffer d_in, d_out, d_aux, d_partial, d_counters;
   std::map<GraphKey, cudaGraphExec_t> graphs;  // valid while no buffer above moves
+  void* h_out_mapped_of = nullptr;  // h_out.p whose device address h_out_mapped is
+  void* h_out_mapped = nullptr;
 
   void drop_graphs() {
     for (auto& [key, exec] : graphs) cudaGraphExecDestroy(exec);
@@ -146,6 +153,8 @@ struct Ctx {
 
   std::atomic<uint64_t> next_bind_id{1};
   std::atomic<bool> use_graphs{true};
+  std::atomic<bool> cluster_fold{true};
+  std::atomic<bool> direct_output{true};
   std::atomic<int> gdn_variant{0};
 
   ~Ctx() {
@@ -327,6 +336,8 @@ void weights_release(void*, void* handle) { delete static_cast<Bound*>(handle); 
 struct GemmPlan {
   int64_t m = 0, rows_per_launch = 0;
   size_t in_bytes = 0, out_bytes = 0, x_off_xd = 0;
+  bool cluster_fold = true;
+  float* direct_y = nullptr;  // device view of the pinned output staging, or null: copy back
 };
 
 // Enqueues the call's device work on the lane's stream: one H2D copy, the launches, one D2H copy.
@@ -343,17 +354,21 @@ Status enqueue_gemm(Lane& l, const DeviceStrips& w, tb_act_mode mode, const Gemm
       a.xd = reinterpret_cast<const float*>(static_cast<const char*>(l.d_in.p) + p.x_off_xd) +
              r0 * (w.kp / 32);
     }
-    a.y = static_cast<float*>(l.d_out.p) + r0 * w.n;
+    a.y = (p.direct_y ? p.direct_y : static_cast<float*>(l.d_out.p)) + r0 * w.n;
+    a.cluster_fold = p.cluster_fold;
     a.partial = static_cast<float*>(l.d_partial.p);
     a.counters = static_cast<unsigned*>(l.d_counters.p);
     TB_RETURN_IF_ERROR(launch_gemm(w, a, l.stream));
   }
-  TB_CUDA_TRY(cudaMemcpyAsync(l.h_out.p, l.d_out.p, p.out_bytes, cudaMemcpyDeviceToHost, l.stream));
+  if (!p.direct_y) {
+    TB_CUDA_TRY(cudaMemcpyAsync(l.h_out.p, l.d_out.p, p.out_bytes, cudaMemcpyDeviceToHost, l.stream));
+  }
   return Status();
 }
 
 Status run_gemm_graph(Lane& l, const Bound& b, tb_act_mode mode, const GemmPlan& p) {
-  const GraphKey key{b.id, p.m, static_cast<int>(mode)};
+  const GraphKey key{b.id, p.m, static_cast<int>(mode),
+                     (p.cluster_fold ? 1 : 0) | (p.direct_y ? 2 : 0)};
   auto it = l.graphs.find(key);
   if (it == l.graphs.end()) {
     if (l.graphs.size() >= kMaxGraphsPerLane) l.drop_graphs();
@@ -415,6 +430,14 @@ Status gemm_impl(Ctx& c, const Bound& b, const tb_gemm_args& a) {
     moved = true;
   }
   if (moved) l.drop_graphs();
+  p.cluster_fold = c.cluster_fold.load(std::memory_order_relaxed);
+  if (c.direct_output.load(std::memory_order_relaxed) && p.out_bytes <= kMaxDirectOutputBytes) {
+    if (l.h_out_mapped_of != l.h_out.p) {  // pinned memory is mapped: its device address, once
+      TB_CUDA_TRY(cudaHostGetDevicePointer(&l.h_out_mapped, l.h_out.p, 0));
+      l.h_out_mapped_of = l.h_out.p;
+    }
+    p.direct_y = static_cast<float*>(l.h_out_mapped);
+  }
 
   // Pack the activations into pinned staging, rows contiguous (K == Kp: K % 32 == 0 here).
   if (a.mode == TB_ACT_F32) {
@@ -597,6 +620,18 @@ Status device_strips(const tb_backend& b, void* handle, DeviceStrips* out) {
 Status set_use_graphs(const tb_backend& b, bool on) {
   if (!is_cuda_backend(b)) return not_cuda();
   ctx_of(b.ctx).use_graphs.store(on);
+  return Status();
+}
+
+Status set_cluster_fold(const tb_backend& b, bool on) {
+  if (!is_cuda_backend(b)) return not_cuda();
+  ctx_of(b.ctx).cluster_fold.store(on);
+  return Status();
+}
+
+Status set_direct_output(const tb_backend& b, bool on) {
+  if (!is_cuda_backend(b)) return not_cuda();
+  ctx_of(b.ctx).direct_output.store(on);
   return Status();
 }
 

@@ -1,8 +1,12 @@
 // Kernels of gemm_kernels.h. Layout comments use (dims) in the order of memory, outermost first.
+#include <cooperative_groups.h>
+
 #include <algorithm>
 #include <climits>
+#include <cstdint>
 #include <map>
 #include <mutex>
+#include <tuple>
 
 #include "backends/cuda/cuda_status.h"
 #include "backends/cuda/gemm_kernels.h"
@@ -40,18 +44,23 @@ struct Tile {
 };
 
 template <tb_prec P>
-__device__ __forceinline__ Tile load_tile(const Params& p, int64_t tile, int lane) {
+__device__ __forceinline__ Tile load_tile(const uint8_t* codes, const uint16_t* scales,
+                                          int64_t tile, int lane) {
   Tile t;
   if constexpr (P == TB_PREC_Q8) {
-    const uint4* src = reinterpret_cast<const uint4*>(p.codes + tile * 1024 + lane * 32);
+    const uint4* src = reinterpret_cast<const uint4*>(codes + tile * 1024 + lane * 32);
     t.lo = __ldg(src);
     t.hi = __ldg(src + 1);
   } else {
-    t.lo = __ldg(reinterpret_cast<const uint4*>(p.codes + tile * 512 + lane * 16));
+    t.lo = __ldg(reinterpret_cast<const uint4*>(codes + tile * 512 + lane * 16));
     t.hi = make_uint4(0, 0, 0, 0);
   }
-  t.scale = __ldg(p.scales + tile * 32 + lane);
+  t.scale = __ldg(scales + tile * 32 + lane);
   return t;
+}
+template <tb_prec P>
+__device__ __forceinline__ Tile load_tile(const Params& p, int64_t tile, int lane) {
+  return load_tile<P>(p.codes, p.scales, tile, lane);
 }
 
 // 2^23 + (byte J of w) as a float: one byte permute builds the bits 0x4B0000bb.
@@ -321,6 +330,148 @@ __global__ void __launch_bounds__(kThreads) gemm_kernel(const Params p) {
   if (threadIdx.x == 0) p.counters[counter] = 0;  // ready for the next launch
 }
 
+// ---- decode of small shapes: the slices of a strip folded inside one thread-block cluster ----
+
+constexpr int kClusterMax = 8;          // the portable cluster size on sm_90
+constexpr int kFoldBatch = 16;          // partial reads in flight per folding lane
+
+struct ClusterParams {
+  const uint8_t* codes;     // as Params
+  const uint16_t* scales;   // as Params
+  const float* x;           // F32: (kp)
+  const int8_t* xq;         // I8: (kp)
+  const float* xd;          // I8: (ngroups)
+  float* y;                 // (n)
+  int n, ngroups, nsplit, nstrips;
+  int strips;               // S: strips one cluster owns (1, 2 or 4)
+  int cluster;              // C: blocks per cluster (1 .. kClusterMax)
+  int warps_per_strip;      // Q = 4C / S: warp j of a strip runs its slices [j*nsplit/Q ...)
+};
+
+// Slices [z0, z1) of a strip's Q warps: split_plan's own remainder rule applied to slices.
+__device__ __forceinline__ int warp_slice_begin(const ClusterParams& p, int j) {
+  return static_cast<int>(twinbit::slice_begin(p.nsplit, p.warps_per_strip, j));
+}
+__device__ __forceinline__ int group_of_slice(const ClusterParams& p, int z) {
+  return static_cast<int>(twinbit::slice_begin(p.ngroups, p.nsplit, z));  // z == nsplit: ngroups
+}
+
+// Cluster warp u = rank * 4 + warp runs slice range j = u / S of strip s = u % S, so the warps
+// of one block share consecutive slices (one activation staging per block).
+template <tb_prec P, tb_act_mode A, int kTiles>
+__global__ void __launch_bounds__(kThreads) gemm_cluster_kernel(const ClusterParams p) {
+  namespace cg = cooperative_groups;
+  cg::cluster_group cluster = cg::this_cluster();
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int rank = static_cast<int>(cluster.block_rank());
+  const int first_strip = static_cast<int>(blockIdx.x / p.cluster) * p.strips;
+  const int u = rank * kStripsPerBlock + warp;
+  const int j = u / p.strips, s = u % p.strips;
+  const int strip = first_strip + s;
+  const bool active = strip < p.nstrips;
+  const int zb = warp_slice_begin(p, j), ze = warp_slice_begin(p, j + 1);
+  const int gb = group_of_slice(p, zb), count = group_of_slice(p, ze) - gb;  // <= kTiles
+
+  // Every weight load of this warp is issued first (the whole share, <= kTiles tiles).
+  Tile t[kTiles];
+  const int64_t tile0 = static_cast<int64_t>(strip) * p.ngroups + gb;
+#pragma unroll
+  for (int i = 0; i < kTiles; ++i) {
+    if (active && i < count) t[i] = load_tile<P>(p.codes, p.scales, tile0 + i, lane);
+  }
+
+  // The block's activations: groups [block_g0, block_g1) of its warps' consecutive slices.
+  constexpr int kBlockGroups = kStripsPerBlock * kTiles;
+  __shared__ __align__(16) float xs[A == TB_ACT_F32 ? kBlockGroups * 32 : 4];
+  __shared__ __align__(16) int xqs[A == TB_ACT_I8 ? kBlockGroups * 8 : 4];
+  __shared__ float xds[A == TB_ACT_I8 ? kBlockGroups : 1];
+  __shared__ float part[kStripsPerBlock][kTiles][32];  // (warp, local slice, lane) partials
+  const int j_lo = (rank * kStripsPerBlock) / p.strips;
+  const int j_hi = (rank * kStripsPerBlock + kStripsPerBlock - 1) / p.strips;
+  const int block_g0 = group_of_slice(p, warp_slice_begin(p, j_lo));
+  const int block_gn = group_of_slice(p, warp_slice_begin(p, j_hi + 1)) - block_g0;
+  if constexpr (A == TB_ACT_F32) {
+    const float4* src = reinterpret_cast<const float4*>(p.x) + block_g0 * 8;
+    for (int i = threadIdx.x; i < block_gn * 8; i += kThreads) reinterpret_cast<float4*>(xs)[i] = __ldg(src + i);
+  } else {
+    const int4* src = reinterpret_cast<const int4*>(p.xq) + block_g0 * 2;
+    for (int i = threadIdx.x; i < block_gn * 2; i += kThreads) reinterpret_cast<int4*>(xqs)[i] = __ldg(src + i);
+    for (int i = threadIdx.x; i < block_gn; i += kThreads) xds[i] = __ldg(p.xd + block_g0 + i);
+  }
+  __syncthreads();
+
+  if (active) {
+    float a = 0.0f;
+    int zl = 0, z_end = group_of_slice(p, zb + 1);  // group where the current slice ends
+#pragma unroll
+    for (int i = 0; i < kTiles; ++i) {
+      if (i < count) {
+        const int gl = gb + i - block_g0;
+        const float ws = twinbit::fp16_to_float(t[i].scale);
+        if constexpr (A == TB_ACT_F32) {
+          const float4* xr = reinterpret_cast<const float4*>(&xs[gl * 32]);  // broadcast reads
+          a = __fmaf_rn(group_dot_streamed<P, false>(t[i], xr, 0.0f), ws, a);
+        } else {
+          int w[8];
+          codes_to_i8x4<P>(t[i], w);
+          const int4* xr = reinterpret_cast<const int4*>(&xqs[gl * 8]);
+          const int4 x0 = xr[0], x1 = xr[1];
+          int isum = 0;  // exact: |isum| <= 32 * 127 * 127
+          isum = __dp4a(w[0], x0.x, isum);
+          isum = __dp4a(w[1], x0.y, isum);
+          isum = __dp4a(w[2], x0.z, isum);
+          isum = __dp4a(w[3], x0.w, isum);
+          isum = __dp4a(w[4], x1.x, isum);
+          isum = __dp4a(w[5], x1.y, isum);
+          isum = __dp4a(w[6], x1.z, isum);
+          isum = __dp4a(w[7], x1.w, isum);
+          a = __fmaf_rn(__int2float_rn(isum), __fmul_rn(ws, xds[gl]), a);
+        }
+        if (gb + i + 1 == z_end) {  // slice complete: its partial, and a fresh accumulator
+          part[warp][zl][lane] = a;
+          a = 0.0f;
+          ++zl;
+          z_end = group_of_slice(p, min(zb + zl + 1, p.nsplit));
+        }
+      }
+    }
+  }
+  cluster.sync();  // every partial of the cluster written and visible (release / acquire)
+
+  // Strip s is folded by block rank s % C, warp s / C: out = +0 + a[0] + ... + a[nsplit-1].
+  const int fs = warp * p.cluster + rank;
+  if (fs < p.strips && first_strip + fs < p.nstrips) {
+    float out = 0.0f;
+    int fj = 0, fzl = 0, fzn = warp_slice_begin(p, 1);  // owner warp, its local slice, its count
+    const float* src = cluster.map_shared_rank(&part[fs % kStripsPerBlock][0][lane], fs / kStripsPerBlock);
+    for (int z0 = 0; z0 < p.nsplit; z0 += kFoldBatch) {
+      float v[kFoldBatch];
+#pragma unroll
+      for (int i = 0; i < kFoldBatch; ++i) {  // all reads in flight, then the adds in order
+        if (z0 + i < p.nsplit) {
+          v[i] = src[fzl * 32];
+          if (++fzl == fzn) {  // next owner: cluster warp (fj + 1) * S + fs
+            ++fj;
+            fzl = 0;
+            fzn = warp_slice_begin(p, fj + 1) - warp_slice_begin(p, fj);
+            const int uu = fj * p.strips + fs;
+            if (fj < p.warps_per_strip) {
+              src = cluster.map_shared_rank(&part[uu % kStripsPerBlock][0][lane], uu / kStripsPerBlock);
+            }
+          }
+        }
+      }
+#pragma unroll
+      for (int i = 0; i < kFoldBatch; ++i) {
+        if (z0 + i < p.nsplit) out = __fadd_rn(out, v[i]);
+      }
+    }
+    const int col = (first_strip + fs) * 32 + lane;
+    if (col < p.n) p.y[col] = out;
+  }
+  cluster.sync();  // no block leaves while its shared partials may still be read
+}
+
 using KernelFn = void (*)(Params);
 
 template <int MT, bool kMerge>
@@ -336,11 +487,24 @@ KernelFn pick_kernel(tb_prec prec, tb_act_mode mode, CodeConvert cv) {
                             : gemm_kernel<TB_PREC_Q4, TB_ACT_I8, MT, false, kMerge>;
 }
 
+using ClusterKernelFn = void (*)(ClusterParams);
+
+template <int kTiles>
+ClusterKernelFn pick_cluster_kernel(tb_prec prec, tb_act_mode mode) {
+  if (mode == TB_ACT_F32) {
+    return prec == TB_PREC_Q8 ? gemm_cluster_kernel<TB_PREC_Q8, TB_ACT_F32, kTiles>
+                              : gemm_cluster_kernel<TB_PREC_Q4, TB_ACT_F32, kTiles>;
+  }
+  return prec == TB_PREC_Q8 ? gemm_cluster_kernel<TB_PREC_Q8, TB_ACT_I8, kTiles>
+                            : gemm_cluster_kernel<TB_PREC_Q4, TB_ACT_I8, kTiles>;
+}
+
 // Blocks of `kernel` resident on the whole device at once (one "wave"), from the device's own
 // occupancy answer; asked once per kernel.
-Result<int64_t> resident_blocks(KernelFn kernel) {
+template <typename Fn>
+Result<int64_t> resident_blocks(Fn kernel) {
   static std::mutex mu;
-  static std::map<KernelFn, int64_t> cache;
+  static std::map<Fn, int64_t> cache;
   std::lock_guard<std::mutex> lock(mu);
   if (auto it = cache.find(kernel); it != cache.end()) return it->second;
   int device = 0, sms = 0, per_sm = 0;
@@ -352,9 +516,114 @@ Result<int64_t> resident_blocks(KernelFn kernel) {
   return slots;
 }
 
-int row_tile_for(int64_t m, int forced = 0) {
+// Rows per block. Measured on the H200 (docs/results/cuda-2026-11-29.md, one run): 16 rows won
+// only in mode F32 on the vocabulary-sized lm_head (841 vs 926 us at M = 32; q/o, qkv, down and
+// every I8 case lost), so 16 is chosen for F32 with more than 64 Ki columns.
+int row_tile_for(int64_t m, int64_t np, tb_act_mode mode, int forced = 0) {
   if (m > 1 && (forced == kRowTile || forced == kRowTileLarge)) return forced;
-  return m == 1 ? 1 : kRowTile;  // measured on H200: 16 rows won only on lm_head (4%)
+  if (m == 1) return 1;
+  return mode == TB_ACT_F32 && np > 65536 ? kRowTileLarge : kRowTile;
+}
+
+// The cluster decode plan for one (N, K, prec, mode), or tiles == 0 when the shape does not fit
+// (a warp's share would exceed 8 groups for every cluster shape).
+struct ClusterPlan {
+  int tiles = 0, strips = 0, cluster = 0, warps_per_strip = 0, max_groups = 0;
+  int64_t blocks = 0;
+  ClusterKernelFn kernel = nullptr;
+};
+
+int max_warp_groups(int64_t ngroups, int64_t nsplit, int q) {
+  int worst = 0;
+  for (int j = 0; j < q; ++j) {
+    const int64_t z0 = slice_begin(nsplit, q, j), z1 = slice_end(nsplit, q, j);
+    worst = std::max(worst, static_cast<int>(slice_begin(ngroups, nsplit, z1) -
+                                             slice_begin(ngroups, nsplit, z0)));
+  }
+  return worst;
+}
+
+// Candidates: 1, 2 or 4 strips per cluster of 1 .. 8 blocks, each warp holding all its tiles
+// (2, 4 or 8 registers-resident tiles). Cost ~ waves x (2 + groups per warp): each wave is a DRAM
+// round trip plus the warp's serial group work; fewer tiles (registers) and smaller clusters win
+// ties.
+Result<ClusterPlan> plan_cluster(const DeviceStrips& w, tb_act_mode mode, int64_t nsplit) {
+  static std::mutex mu;
+  static std::map<std::tuple<int64_t, int64_t, int, int>, ClusterPlan> cache;
+  const auto key = std::make_tuple(w.np, w.kp, static_cast<int>(w.prec), static_cast<int>(mode));
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (auto it = cache.find(key); it != cache.end()) return it->second;
+  }
+  const int64_t ngroups = w.kp / 32, nstrips = w.np / 32;
+  ClusterPlan best;
+  int64_t best_cost = INT64_MAX;
+  for (int tiles : {2, 4, 8}) {
+    const ClusterKernelFn kernel = tiles == 2 ? pick_cluster_kernel<2>(w.prec, mode)
+                                   : tiles == 4 ? pick_cluster_kernel<4>(w.prec, mode)
+                                                : pick_cluster_kernel<8>(w.prec, mode);
+    auto slots = resident_blocks(kernel);
+    if (!slots.ok()) return slots.status();
+    for (int strips : {4, 2, 1}) {
+      for (int c = 1; c <= kClusterMax; ++c) {
+        const int q = kStripsPerBlock * c / strips;
+        if (q * strips != kStripsPerBlock * c || q > nsplit) continue;
+        const int groups = max_warp_groups(ngroups, nsplit, q);
+        if (groups > tiles) continue;
+        const int64_t blocks = ceil_div(nstrips, strips) * c;
+        const int64_t cost = ceil_div(blocks, *slots) * (2 + groups);
+        if (cost < best_cost) {
+          best_cost = cost;
+          best = {tiles, strips, c, q, groups, blocks, kernel};
+        }
+      }
+    }
+  }
+  std::lock_guard<std::mutex> lock(mu);
+  cache.emplace(key, best);
+  return best;
+}
+
+Status launch_cluster(const DeviceStrips& w, const GemmLaunch& a, int64_t nsplit,
+                      const ClusterPlan& cp, cudaStream_t stream) {
+  const int64_t ngroups = w.kp / 32, nstrips = w.np / 32;
+  // Geometry: every strip has a cluster, every slice a warp, no warp more tiles than it holds.
+  const int64_t clusters = cp.blocks / cp.cluster;
+  if (cp.blocks % cp.cluster != 0 || clusters * cp.strips < nstrips || cp.warps_per_strip > nsplit ||
+      cp.warps_per_strip * cp.strips != kStripsPerBlock * cp.cluster ||
+      max_warp_groups(ngroups, nsplit, cp.warps_per_strip) > cp.tiles || cp.blocks > INT_MAX) {
+    return Error(TB_INTERNAL, "gemm cluster launch geometry: %lld blocks in clusters of %d for "
+                 "%lld strips (%d per cluster), %lld slices over %d warps per strip, %d tiles per warp",
+                 static_cast<long long>(cp.blocks), cp.cluster, static_cast<long long>(nstrips),
+                 cp.strips, static_cast<long long>(nsplit), cp.warps_per_strip, cp.tiles);
+  }
+  ClusterParams p{};
+  p.codes = w.codes;
+  p.scales = w.scales;
+  p.x = a.x;
+  p.xq = a.xq;
+  p.xd = a.xd;
+  p.y = a.y;
+  p.n = static_cast<int>(w.n);
+  p.ngroups = static_cast<int>(ngroups);
+  p.nsplit = static_cast<int>(nsplit);
+  p.nstrips = static_cast<int>(nstrips);
+  p.strips = cp.strips;
+  p.cluster = cp.cluster;
+  p.warps_per_strip = cp.warps_per_strip;
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = dim3(static_cast<unsigned>(cp.blocks));
+  cfg.blockDim = dim3(kThreads);
+  cfg.stream = stream;
+  cudaLaunchAttribute attr{};
+  attr.id = cudaLaunchAttributeClusterDimension;
+  attr.val.clusterDim.x = static_cast<unsigned>(cp.cluster);
+  attr.val.clusterDim.y = 1;
+  attr.val.clusterDim.z = 1;
+  cfg.attrs = &attr;
+  cfg.numAttrs = 1;
+  TB_CUDA_TRY(cudaLaunchKernelEx(&cfg, cp.kernel, p));
+  return Status();
 }
 
 }  // namespace
@@ -400,7 +669,12 @@ Status launch_gemm(const DeviceStrips& w, const GemmLaunch& a, cudaStream_t stre
   }
   const int64_t ngroups = w.kp / 32, nstrips = w.np / 32;
   const int64_t nsplit = split_plan(w.n, w.k);
-  const int mt = row_tile_for(a.m, a.row_tile);
+  if (a.cluster_fold && a.m == 1 && nsplit > 1) {
+    auto cp = plan_cluster(w, a.mode, nsplit);
+    if (!cp.ok()) return cp.status();
+    if (cp->tiles > 0) return launch_cluster(w, a, nsplit, *cp, stream);
+  }
+  const int mt = row_tile_for(a.m, w.np, a.mode, a.row_tile);
   const int64_t row_tiles = ceil_div(a.m, mt);
   const int64_t strip_blocks = ceil_div(nstrips, kStripsPerBlock);
   const KernelFn single = mt == 1 ? pick_kernel<1, false>(w.prec, a.mode, a.convert)
@@ -415,7 +689,10 @@ Status launch_gemm(const DeviceStrips& w, const GemmLaunch& a, cudaStream_t stre
   const int64_t blocks_per_slice = strip_blocks * row_tiles;
   int64_t slices_per_block = 1;
   KernelFn kernel = single;
-  if (a.merge_slices && mt == 1 && nsplit > 1 && blocks_per_slice * nsplit > *slots) {
+  // q4 in mode F32 is issue-bound on long slices (lm_head: 74.3 us one slice per block against
+  // 82.7 us merged, same run), so it merges only short slices (small shapes: 1-2 groups).
+  const bool long_q4_f32 = w.prec == TB_PREC_Q4 && a.mode == TB_ACT_F32 && ngroups / nsplit >= 8;
+  if (a.merge_slices && !long_q4_f32 && mt == 1 && nsplit > 1 && blocks_per_slice * nsplit > *slots) {
     const KernelFn merged = pick_kernel<1, true>(w.prec, a.mode, a.convert);
     auto merged_slots = resident_blocks(merged);
     if (!merged_slots.ok()) return merged_slots.status();

@@ -21,6 +21,12 @@
 //   - All slices run in ONE launch. With nsplit > 1 every block writes its slice's partial sums;
 //     the last block to finish a (4-strip, row-tile) folds the nsplit partials in ascending z
 //     (a counter decides who is last; the sum itself never uses atomics).
+//   - Decode of small shapes (M = 1, nsplit > 1, every warp's share <= 8 groups) instead runs a
+//     thread-block CLUSTER per 1, 2 or 4 strips (Hopper, up to 8 blocks): each warp loads all
+//     its tiles at once, keeps its slices' partials in its block's shared memory, and after one
+//     cluster barrier a warp per strip folds the nsplit partials in ascending z through
+//     distributed shared memory. No global partials, fence or counter: the small-shape critical
+//     path is one DRAM round trip, one cluster barrier and the fold's shared-memory reads.
 //
 // PRECONDITIONS (checked on the host by launch_gemm before every launch; a failed check is a
 // status, never a silent in-kernel guard): K % 32 == 0; the grid covers every (strip, slice,
@@ -63,6 +69,8 @@ struct GemmLaunch {
   CodeConvert convert = CodeConvert::kBytePermute;
   int row_tile = 0;              // rows per block: 0 = automatic (1 or 8); 8 or 16 forces one (M > 1)
   bool merge_slices = true;      // decode: let a block run several slices when that fills one wave
+  bool cluster_fold = true;      // decode: the cluster / shared-memory fold where the shape fits
+                                 // (false: global partials, counter, last-block fold)
 };
 
 // Most rows one launch takes (row tiles index the grid; callers loop over larger M).

@@ -298,7 +298,8 @@ Status run_cuda(const Options& opt, std::vector<Case>& out) {
         TB_CUDA_TRY(cudaMemcpy(dq.p, hq.data(), hq.size(), cudaMemcpyHostToDevice));
         TB_CUDA_TRY(cudaMemcpy(dd.p, hd.data(), hd.size() * 4, cudaMemcpyHostToDevice));
         for (tb_act_mode mode : {TB_ACT_F32, TB_ACT_I8}) {
-          auto kernel_us = [&](cuda::CodeConvert cv, int row_tile = 0, bool merge = true) {
+          auto kernel_us = [&](cuda::CodeConvert cv, int row_tile = 0, bool merge = true,
+                               bool cluster = true) {
             return time_events(s, 5, reps, [&](int i) {
               cuda::GemmLaunch a;
               a.mode = mode;
@@ -312,6 +313,7 @@ Status run_cuda(const Options& opt, std::vector<Case>& out) {
               a.convert = cv;
               a.row_tile = row_tile;
               a.merge_slices = merge;
+              a.cluster_fold = cluster;
               return cuda::launch_gemm(devs[i % copies], a, s);
             });
           };
@@ -340,15 +342,19 @@ Status run_cuda(const Options& opt, std::vector<Case>& out) {
             if (!i2f.ok()) return i2f.status();
             c.note += Format("i2f_us=%.2f ", *i2f);
           }
-          if (m == 1) {  // one slice per block against the merged-slice decode grid
-            auto single = kernel_us(cuda::CodeConvert::kBytePermute, 0, false);
+          if (m == 1) {  // the global-memory fold (merged slices, then one slice per block)
+            auto global = kernel_us(cuda::CodeConvert::kBytePermute, 0, true, false);
+            if (!global.ok()) return global.status();
+            auto single = kernel_us(cuda::CodeConvert::kBytePermute, 0, false, false);
             if (!single.ok()) return single.status();
-            c.note += Format("unmerged_us=%.2f ", *single);
+            c.note += Format("globalfold_us=%.2f unmerged_us=%.2f ", *global, *single);
           }
-          if (m >= 16 && prec == TB_PREC_Q8) {  // the row tile of 16 against the default 8
-            auto rt16 = kernel_us(cuda::CodeConvert::kBytePermute, 16);
-            if (!rt16.ok()) return rt16.status();
-            c.note += Format("rowtile16_us=%.2f ", *rt16);
+          if (m >= 16 && prec == TB_PREC_Q8) {  // both row tiles against the default choice
+            for (int rt : {8, 16}) {
+              auto t = kernel_us(cuda::CodeConvert::kBytePermute, rt);
+              if (!t.ok()) return t.status();
+              c.note += Format("rowtile%d_us=%.2f ", rt, *t);
+            }
           }
           if (mode == TB_ACT_F32 && prec == TB_PREC_Q8) {
             // The offload round trip through the public API (pinned staging, one sync per call).
@@ -361,13 +367,22 @@ Status run_cuda(const Options& opt, std::vector<Case>& out) {
             g.y = y.data();
             g.ldy = sh.n;
             const int rt_reps = opt.quick ? 50 : 500;
-            for (bool graphs : {true, false}) {
-              TB_RETURN_IF_ERROR(cuda::set_use_graphs(cuda.raw(), graphs));
+            // Variants in one process, switched at run time: graph + output written into pinned memory (the default),
+            // graph + device-to-host copy, separate async calls; then the global fold.
+            struct Variant { const char* name; bool graphs, direct, cluster; };
+            const Variant variants[] = {{"graph", true, true, true}, {"graph_copyback", true, false, true},
+                                        {"stream", false, true, true}, {"graph_globalfold", true, true, false}};
+            for (const Variant& v : variants) {
+              TB_RETURN_IF_ERROR(cuda::set_use_graphs(cuda.raw(), v.graphs));
+              TB_RETURN_IF_ERROR(cuda::set_direct_output(cuda.raw(), v.direct));
+              TB_RETURN_IF_ERROR(cuda::set_cluster_fold(cuda.raw(), v.cluster));
               auto rt = time_host(20, rt_reps, [&] { return cuda.gemm(*bound, g); });
               if (!rt.ok()) return rt.status();
-              c.note += Format("offload_%s_us=%.2f ", graphs ? "graph" : "stream", *rt);
+              c.note += Format("offload_%s_us=%.2f ", v.name, *rt);
             }
             TB_RETURN_IF_ERROR(cuda::set_use_graphs(cuda.raw(), true));
+            TB_RETURN_IF_ERROR(cuda::set_direct_output(cuda.raw(), true));
+            TB_RETURN_IF_ERROR(cuda::set_cluster_fold(cuda.raw(), true));
             c.note += Format("bind=%.1fms ", br.seconds * 1e3);
           }
           std::printf("%-8s %3lld %-3s %-3s %10.2f %9.2f %6.1f%% %8.0f %9.2f %10.2f  %s\n",
