@@ -12,6 +12,7 @@
 #include <unordered_set>
 
 #include "artifacts/artifact.h"
+#include "artifacts/atomic_file.h"
 #include "artifacts/format.h"
 #include "core/numerics.h"
 #include "core/op_checks.h"
@@ -282,19 +283,6 @@ Result<Plan> make_plan(const Provenance& prov, const std::vector<Entry>& pending
   return plan;
 }
 
-Status write_all(int fd, const uint8_t* p, uint64_t n, const std::string& tmp) {
-  while (n > 0) {
-    const ssize_t w = ::write(fd, p, n > (uint64_t{1} << 30) ? (size_t{1} << 30) : n);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      return Error(TB_UNAVAILABLE, "writing %s: %s", tmp.c_str(), std::strerror(errno));
-    }
-    p += w;
-    n -= static_cast<uint64_t>(w);
-  }
-  return Status();
-}
-
 }  // namespace
 
 Result<std::vector<uint8_t>> Writer::serialize(const Provenance& provenance) const {
@@ -322,59 +310,20 @@ Status Writer::write(const std::string& path, const Provenance& provenance) cons
   auto plan = make_plan(provenance, entries);
   if (!plan.ok()) return plan.status();
 
-  const size_t slash = path.find_last_of('/');
-  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
-  std::string tmp = path + ".tmp-XXXXXX";
-  const int fd = ::mkstemp(tmp.data());
-  if (fd < 0) {
-    return Error(TB_UNAVAILABLE, "cannot create a temporary file beside %s (step: create): %s",
-                 path.c_str(), std::strerror(errno));
-  }
-  auto fail = [&](Status s) {
-    ::close(fd);
-    ::unlink(tmp.c_str());
-    return s;
-  };
-  if (::fchmod(fd, 0644) != 0) {
-    return fail(Error(TB_UNAVAILABLE, "%s (step: chmod): %s", tmp.c_str(), std::strerror(errno)));
-  }
+  auto file = AtomicFile::create(path);
+  if (!file.ok()) return file.status();
   static const uint8_t kZeros[kPayloadAlign] = {};
   uint64_t written = plan->prefix.size();
-  Status s = write_all(fd, plan->prefix.data(), plan->prefix.size(), tmp);
-  for (size_t i = 0; s.ok() && i < pending_.size(); ++i) {
-    for (const std::vector<uint8_t>& bytes : pending_[i].payloads) {
+  TB_RETURN_IF_ERROR(file->write(plan->prefix.data(), plan->prefix.size()));
+  for (const Pending& p : pending_) {
+    for (const std::vector<uint8_t>& bytes : p.payloads) {
       const uint64_t gap = align_up(written) - written;
-      s = write_all(fd, kZeros, gap, tmp);
-      if (s.ok()) s = write_all(fd, bytes.data(), bytes.size(), tmp);
+      TB_RETURN_IF_ERROR(file->write(kZeros, gap));
+      TB_RETURN_IF_ERROR(file->write(bytes.data(), bytes.size()));
       written += gap + bytes.size();
-      if (!s.ok()) break;
     }
   }
-  if (!s.ok()) return fail(s);
-  if (::fsync(fd) != 0) {
-    return fail(Error(TB_UNAVAILABLE, "%s (step: fsync): %s", tmp.c_str(), std::strerror(errno)));
-  }
-  if (::close(fd) != 0) {
-    const int err = errno;
-    ::unlink(tmp.c_str());
-    return Error(TB_UNAVAILABLE, "%s (step: close): %s", tmp.c_str(), std::strerror(err));
-  }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    ::unlink(tmp.c_str());
-    return Error(TB_UNAVAILABLE, "cannot rename %s to %s (step: rename): %s", tmp.c_str(),
-                 path.c_str(), std::strerror(err));
-  }
-  // The rename is durable only once the folder itself is on disk.
-  const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd < 0 || ::fsync(dfd) != 0) {
-    const int err = errno;
-    if (dfd >= 0) ::close(dfd);
-    return Error(TB_UNAVAILABLE, "%s was written but its folder %s could not be synced (step: "
-                 "fsync folder): %s", path.c_str(), dir.c_str(), std::strerror(err));
-  }
-  ::close(dfd);
-  return Status();
+  return file->commit();  // on any early return, the temporary file is removed
 }
 
 }  // namespace twinbit::artifact

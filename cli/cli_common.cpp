@@ -1,6 +1,5 @@
 #include "cli/cli_common.h"
 
-#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -78,36 +77,6 @@ std::vector<float> make_activations(uint64_t seed, const std::string& entry, int
   std::vector<float> x(static_cast<size_t>(m * k));
   synthetic::fill_uniform(x.data(), m * k, h, 1.0f);
   return x;
-}
-
-Status write_file_atomic(const std::string& path, const void* data, size_t bytes) {
-  const std::string tmp = path + ".tmp." + std::to_string(getpid());
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return Error(TB_UNAVAILABLE, "cannot create %s: %s", tmp.c_str(), std::strerror(errno));
-  const auto* p = static_cast<const char*>(data);
-  size_t left = bytes;
-  while (left > 0) {
-    const ssize_t w = ::write(fd, p, left);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) {
-      const int e = errno;
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      return Error(TB_UNAVAILABLE, "cannot write %s: %s", tmp.c_str(), std::strerror(e));
-    }
-    p += w;
-    left -= static_cast<size_t>(w);
-  }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    ::unlink(tmp.c_str());
-    return Error(TB_UNAVAILABLE, "cannot flush %s: %s", tmp.c_str(), std::strerror(errno));
-  }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int e = errno;
-    ::unlink(tmp.c_str());
-    return Error(TB_UNAVAILABLE, "cannot rename %s to %s: %s", tmp.c_str(), path.c_str(), std::strerror(e));
-  }
-  return Status();
 }
 
 std::string format_time_us(double us) {

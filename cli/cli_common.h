@@ -46,9 +46,6 @@ Result<std::unique_ptr<artifact::Artifact>> open_or_make_synthetic(const std::st
 // Activation inputs of a projection: x [m][k], deterministic from (seed, entry name, m).
 std::vector<float> make_activations(uint64_t seed, const std::string& entry, int64_t m, int64_t k);
 
-// Writes bytes to `path` atomically (temporary file in the same folder, fsync, rename).
-Status write_file_atomic(const std::string& path, const void* data, size_t bytes);
-
 inline double now_us() {
   using namespace std::chrono;
   return duration<double, std::micro>(steady_clock::now().time_since_epoch()).count();
