@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The README's command examples, run for real against a fresh small artifact, plus the CLI's
 # answers to bad input (one clear line on stderr, non-zero exit, no file left behind).
-# Usage: tests/cli_examples.sh path/to/twinbit
+# Usage: tests/cli_examples.sh path/to/twinbit [path/to/example-plugin.so]
 set -uo pipefail
 tb="$1"
+plugin="${2:-}"
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 export TWINBIT_CACHE="$dir/cache"
@@ -20,7 +21,7 @@ expect_error() {
 }
 
 expect_ok "help" "$tb" --help
-for c in demo pack info run; do expect_ok "help $c" "$tb" "$c" --help; done
+for c in demo pack info run conformance check bench gate; do expect_ok "help $c" "$tb" "$c" --help; done
 expect_ok "pack --synthetic --small" "$tb" pack --synthetic --small -o "$dir/s.tbsc"
 expect_ok "info --verify" "$tb" info --verify "$dir/s.tbsc"
 grep -q "every checksum matches" "$dir/out" && pass "info --verify reports every checksum" || bad "info --verify output"
@@ -28,6 +29,14 @@ expect_ok "info --json" "$tb" info --json "$dir/s.tbsc"
 expect_ok "run attn_q.q8 on cpu" "$tb" run "$dir/s.tbsc" --entry attn_q.q8 --backend cpu --m 3 -o "$dir/y.f32"
 [ "$(stat -c %s "$dir/y.f32")" = $((3 * 2048 * 4)) ] && pass "run output size" || bad "run output size"
 
+expect_ok "conformance on cpu (quick sweep + 20 random cases)" "$tb" conformance --backend cpu --sweep quick --cases 20 --seed 3 -q --json "$dir/conf.json" --junit "$dir/conf.xml"
+grep -q '"differ": 0' "$dir/conf.json" && pass "conformance json: differ 0" || bad "conformance json"
+if [ -n "$plugin" ]; then
+  expect_ok "conformance on the example plugin" "$tb" conformance --plugin "$plugin" --sweep none --cases 30 --seed 4 -q
+fi
+expect_ok "check attn entries cpu against cpu" "$tb" check "$dir/s.tbsc" --backend cpu --against cpu --m 1 --mode f32
+expect_error "conformance: unknown backend" "unknown backend" "$tb" conformance --backend tpu
+expect_error "conformance: missing plugin" "cannot load plugin" "$tb" conformance --plugin "$dir/nope.so"
 expect_error "unknown command" "" "$tb" frobnicate
 expect_error "missing artifact" "cannot|No such file" "$tb" info "$dir/nope.tbsc"
 head -c 1000 "$dir/s.tbsc" >"$dir/trunc.tbsc"
