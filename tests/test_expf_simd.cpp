@@ -6,7 +6,9 @@
 
 #include <atomic>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
+#include <string>
 #include <limits>
 #include <vector>
 
@@ -51,6 +53,12 @@ uint64_t count_differences(const cpu::KernelTable& kt, uint64_t lo, uint64_t hi,
   return bad.load();
 }
 
+std::string hex_bits(uint32_t v) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "0x%08x", v);
+  return buf;
+}
+
 }  // namespace
 
 TEST_CASE("tb_expf simd equals scalar tb_expf bitwise: specials and 2^24 spread inputs, every isa") {
@@ -72,7 +80,7 @@ TEST_CASE("tb_expf simd equals scalar tb_expf bitwise: specials and 2^24 spread 
     }
     uint32_t first = 0;
     const uint64_t bad = count_differences(kt, 0, uint64_t{1} << 32, 256 + 1, &first);
-    INFO("isa " << std::string(cpu::isa_name(isa)) << " first differing input bits 0x" << std::hex << first);
+    INFO("isa " << std::string(cpu::isa_name(isa)) << " first differing input bits " << hex_bits(first));
     CHECK(bad == 0);
   }
 }
@@ -82,7 +90,7 @@ TEST_CASE("tb_expf simd equals scalar tb_expf bitwise on all 2^32 inputs, every 
   for (cpu::Isa isa : cpu::runnable_isas()) {
     uint32_t first = 0;
     const uint64_t bad = count_differences(cpu::kernel_table(isa), 0, uint64_t{1} << 32, 1, &first);
-    INFO("isa " << std::string(cpu::isa_name(isa)) << " first differing input bits 0x" << std::hex << first);
+    INFO("isa " << std::string(cpu::isa_name(isa)) << " first differing input bits " << hex_bits(first));
     CHECK(bad == 0);
     MESSAGE(std::string(cpu::isa_name(isa)) << ": " << bad << " of 2^32 inputs differ from scalar tb_expf");
   }
