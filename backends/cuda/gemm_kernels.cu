@@ -346,14 +346,19 @@ struct ClusterParams {
   int strips;               // S: strips one cluster owns (1, 2 or 4)
   int cluster;              // C: blocks per cluster (1 .. kClusterMax)
   int warps_per_strip;      // Q = 4C / S: warp j of a strip runs its slices [j*nsplit/Q ...)
+  // split_plan's remainder rule in 32 bits, divided once on the host (a 64-bit division is a
+  // long subroutine on the GPU; the fold evaluates these once per owner warp).
+  int wbase, wrem;          // nsplit / Q, nsplit % Q
+  int gbase, grem;          // ngroups / nsplit, ngroups % nsplit
 };
 
 // Slices [z0, z1) of a strip's Q warps: split_plan's own remainder rule applied to slices.
+// Both are twinbit::slice_begin (core/numerics.h) evaluated with the host's quotients.
 __device__ __forceinline__ int warp_slice_begin(const ClusterParams& p, int j) {
-  return static_cast<int>(twinbit::slice_begin(p.nsplit, p.warps_per_strip, j));
+  return j * p.wbase + min(j, p.wrem);
 }
 __device__ __forceinline__ int group_of_slice(const ClusterParams& p, int z) {
-  return static_cast<int>(twinbit::slice_begin(p.ngroups, p.nsplit, z));  // z == nsplit: ngroups
+  return z * p.gbase + min(z, p.grem);  // z == nsplit: ngroups
 }
 
 // Cluster warp u = rank * 4 + warp runs slice range j = u / S of strip s = u % S, so the warps
@@ -611,6 +616,10 @@ Status launch_cluster(const DeviceStrips& w, const GemmLaunch& a, int64_t nsplit
   p.strips = cp.strips;
   p.cluster = cp.cluster;
   p.warps_per_strip = cp.warps_per_strip;
+  p.wbase = static_cast<int>(nsplit / cp.warps_per_strip);
+  p.wrem = static_cast<int>(nsplit % cp.warps_per_strip);
+  p.gbase = static_cast<int>(ngroups / nsplit);
+  p.grem = static_cast<int>(ngroups % nsplit);
   cudaLaunchConfig_t cfg{};
   cfg.gridDim = dim3(static_cast<unsigned>(cp.blocks));
   cfg.blockDim = dim3(kThreads);
