@@ -122,6 +122,54 @@ void gemm_f32_strip(const GemmParams& p, int64_t strip, int64_t row0) {
   acc.store(p.y, p.ldy, row0, strip * 32, std::min<int64_t>(32, p.n - strip * 32));
 }
 
+// gemm, mode F32, NR >= 16 rows (prefill): tile-outer. Each tile is transposed and converted to
+// floats ONCE for all NR rows (a 4 KiB float tile in L1), then 8-row sub-blocks run their 16 fma
+// chains reading the float codes with plain loads - no sign-extend or convert on the FMA ports.
+// Per row the operations are those of gemm_f32_strip: the dot chain sequential in k, the slice
+// step after it, groups ascending.
+template <Isa I, int NR>
+void gemm_f32_strip_tile_outer(const GemmParams& p, int64_t strip, int64_t row0) {
+  using F = FBatch<I>;
+  constexpr int W = kLanes<I>, V = 32 / W, SUB = 8;
+  static_assert(NR % SUB == 0, "tile-outer rows come in 8-row sub-blocks");
+  SliceAccumulator<I, NR> acc(p.ngroups, p.nsplit);  // (NR rows, 32 columns): in memory
+  const int64_t tb = tile_code_bytes(p.prec);
+  alignas(64) int8_t wt[32 * 32];  // the tile transposed (code_offset layout)
+  alignas(64) float wf[32 * 32];   // (32 k, 32 columns) the codes as floats
+  alignas(64) float ws[32];
+  for (int64_t g = 0; g < p.ngroups; ++g) {
+    const int64_t tile = strip * p.ngroups + g;
+    prefetch_ahead(p.codes + tile * tb, tb);
+    transpose_tile<I>(p.codes + tile * tb, p.prec, wt);
+    load_scales32<I>(p.scales + tile * 32, ws);
+    for (int kk = 0; kk < 32; ++kk) {
+      for (int v = 0; v < V; ++v) load_i8_as_f32<I>(wt + code_offset<I>(kk, v)).store_aligned(wf + kk * 32 + v * W);
+    }
+    for (int rb = 0; rb < NR; rb += SUB) {
+      const float* xr[SUB];
+      for (int r = 0; r < SUB; ++r) xr[r] = p.x + (row0 + rb + r) * p.ldx + g * 32;
+      F dot[SUB][V];
+      for (int r = 0; r < SUB; ++r) {
+        for (int v = 0; v < V; ++v) dot[r][v] = F(0.0f);
+      }
+      for (int kk = 0; kk < 32; ++kk) {
+        F xb[SUB];
+        for (int r = 0; r < SUB; ++r) xb[r] = F(xr[r][kk]);
+        for (int v = 0; v < V; ++v) {
+          const F wv = F::load_aligned(wf + kk * 32 + v * W);
+          for (int r = 0; r < SUB; ++r) dot[r][v] = fma_exact<I>(wv, xb[r], dot[r][v]);
+        }
+      }
+      for (int v = 0; v < V; ++v) {
+        const F wsv = F::load_aligned(ws + v * W);
+        for (int r = 0; r < SUB; ++r) acc.add(rb + r, v, dot[r][v], wsv);
+      }
+    }
+    acc.end_group(g);
+  }
+  acc.store(p.y, p.ldy, row0, strip * 32, std::min<int64_t>(32, p.n - strip * 32));
+}
+
 // gemm, mode I8: one strip x NR rows. The group dots are exact int32 (group_dots, any order).
 template <Isa I, int NR>
 void gemm_i8_strip(const GemmParams& p, int64_t strip, int64_t row0) {
@@ -158,14 +206,19 @@ void gemm_i8_strip(const GemmParams& p, int64_t strip, int64_t row0) {
 
 // Rows in groups of four (prefill: four rows share each tile's transpose and conversion), then
 // the row kernel for the remainder; the bits of a row do not depend on which kernel ran it.
-// Both modes also have an 8-row group (kMaxRows = 8): in the F32 mode 16 independent fma chains
-// per tile keep both FMA ports busy (latency 4 x 2 ports needs >= 8 chains; conversions share
-// the ports); in the I8 mode the tile transpose is shared by twice the rows.
+// Both modes also have an 8-row group: in the F32 mode 16 independent fma chains per tile keep
+// both FMA ports busy (latency 4 x 2 ports needs >= 8 chains; conversions share the ports); in
+// the I8 mode the tile transpose is shared by twice the rows. And a 32-row group (kMaxRows = 32)
+// that prepares each tile once for 32 rows (F32: gemm_f32_strip_tile_outer; I8: group_dots
+// with 32 rows, accumulators in L1).
 template <Isa I, template <Isa, int> class Strip, int kMaxRows>
 struct RowGrouping {
   static void run(const GemmParams& p, int64_t s0, int64_t s1, int64_t r0, int64_t r1) {
     for (int64_t s = s0; s < s1; ++s) {
       int64_t r = r0;
+      if constexpr (kMaxRows >= 32) {
+        for (; r + 32 <= r1; r += 32) Strip<I, 32>::run(p, s, r);
+      }
       if constexpr (kMaxRows >= 8) {
         for (; r + 8 <= r1; r += 8) Strip<I, 8>::run(p, s, r);
       }
@@ -179,16 +232,24 @@ struct RowGrouping {
     }
   }
 };
-template <Isa I, int NR> struct F32Strip { static void run(const GemmParams& p, int64_t s, int64_t r) { gemm_f32_strip<I, NR>(p, s, r); } };
+template <Isa I, int NR> struct F32Strip {
+  static void run(const GemmParams& p, int64_t s, int64_t r) {
+    if constexpr (NR >= 16) {
+      gemm_f32_strip_tile_outer<I, NR>(p, s, r);
+    } else {
+      gemm_f32_strip<I, NR>(p, s, r);
+    }
+  }
+};
 template <Isa I, int NR> struct I8Strip { static void run(const GemmParams& p, int64_t s, int64_t r) { gemm_i8_strip<I, NR>(p, s, r); } };
 
 template <Isa I>
 void gemm_f32(const GemmParams& p, int64_t s0, int64_t s1, int64_t r0, int64_t r1) {
-  RowGrouping<I, F32Strip, 8>::run(p, s0, s1, r0, r1);
+  RowGrouping<I, F32Strip, 32>::run(p, s0, s1, r0, r1);
 }
 template <Isa I>
 void gemm_i8(const GemmParams& p, int64_t s0, int64_t s1, int64_t r0, int64_t r1) {
-  RowGrouping<I, I8Strip, 8>::run(p, s0, s1, r0, r1);
+  RowGrouping<I, I8Strip, 32>::run(p, s0, s1, r0, r1);
 }
 
 // gemv_f32: lane l of the reference's 32 lanes is lane l % W of batch l / W.
