@@ -236,7 +236,7 @@ TEST_CASE("gpu gemm decode M1, cluster fold + direct output vs global fold + cop
       }
     }
   }
-  REQUIRE(cuda::set_cluster_fold(cuda->raw(), true).ok());
+  REQUIRE(cuda::set_cluster_fold(cuda->raw(), false).ok());  // the defaults
   REQUIRE(cuda::set_direct_output(cuda->raw(), true).ok());
   MESSAGE("decode fold variants: " << calls << " calls compared with the reference");
 }

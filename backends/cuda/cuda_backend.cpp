@@ -153,7 +153,7 @@ struct Ctx {
 
   std::atomic<uint64_t> next_bind_id{1};
   std::atomic<bool> use_graphs{true};
-  std::atomic<bool> cluster_fold{true};
+  std::atomic<bool> cluster_fold{false};  // measured slower (GemmLaunch::cluster_fold)
   std::atomic<bool> direct_output{true};
   std::atomic<int> gdn_variant{0};
 

@@ -30,8 +30,8 @@ Status device_strips(const tb_backend& b, void* handle, DeviceStrips* out);
 // gemm offload through one captured CUDA graph per (bound strips, M, mode) (default on), or
 // through separate async calls.
 Status set_use_graphs(const tb_backend& b, bool on);
-// gemm decode of small shapes: the cluster / shared-memory fold (default on) or the global
-// partials + last-block fold (GemmLaunch::cluster_fold).
+// gemm decode of small shapes: the cluster / shared-memory fold, or the global partials +
+// last-block fold (the default; GemmLaunch::cluster_fold).
 Status set_cluster_fold(const tb_backend& b, bool on);
 // gemm offload: outputs up to 64 KiB written by the kernel into the pinned host staging (default
 // on) or copied back by one device-to-host copy.

@@ -21,7 +21,8 @@
 //   - All slices run in ONE launch. With nsplit > 1 every block writes its slice's partial sums;
 //     the last block to finish a (4-strip, row-tile) folds the nsplit partials in ascending z
 //     (a counter decides who is last; the sum itself never uses atomics).
-//   - Decode of small shapes (M = 1, nsplit > 1, every warp's share <= 8 groups) instead runs a
+//   - A measured alternative for decode of small shapes (GemmLaunch::cluster_fold, off by default:
+//     slower on the H200; M = 1, nsplit > 1, every warp's share <= 8 groups) runs a
 //     thread-block CLUSTER per 1, 2 or 4 strips (Hopper, up to 8 blocks): each warp loads all
 //     its tiles at once, keeps its slices' partials in its block's shared memory, and after one
 //     cluster barrier a warp per strip folds the nsplit partials in ascending z through
@@ -69,8 +70,10 @@ struct GemmLaunch {
   CodeConvert convert = CodeConvert::kBytePermute;
   int row_tile = 0;              // rows per block: 0 = automatic (1 or 8); 8 or 16 forces one (M > 1)
   bool merge_slices = true;      // decode: let a block run several slices when that fills one wave
-  bool cluster_fold = true;      // decode: the cluster / shared-memory fold where the shape fits
-                                 // (false: global partials, counter, last-block fold)
+  bool cluster_fold = false;     // decode: the cluster / shared-memory fold where the shape fits
+                                 // (false, the default: global partials, counter, last-block
+                                 // fold; the cluster fold measured slower on the H200, see
+                                 // docs/results/cuda-2026-11-29-round2.md)
 };
 
 // Most rows one launch takes (row tiles index the grid; callers loop over larger M).

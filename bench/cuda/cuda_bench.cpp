@@ -299,7 +299,7 @@ Status run_cuda(const Options& opt, std::vector<Case>& out) {
         TB_CUDA_TRY(cudaMemcpy(dd.p, hd.data(), hd.size() * 4, cudaMemcpyHostToDevice));
         for (tb_act_mode mode : {TB_ACT_F32, TB_ACT_I8}) {
           auto kernel_us = [&](cuda::CodeConvert cv, int row_tile = 0, bool merge = true,
-                               bool cluster = true) {
+                               bool cluster = false) {
             return time_events(s, 5, reps, [&](int i) {
               cuda::GemmLaunch a;
               a.mode = mode;
@@ -342,12 +342,12 @@ Status run_cuda(const Options& opt, std::vector<Case>& out) {
             if (!i2f.ok()) return i2f.status();
             c.note += Format("i2f_us=%.2f ", *i2f);
           }
-          if (m == 1) {  // the global-memory fold (merged slices, then one slice per block)
-            auto global = kernel_us(cuda::CodeConvert::kBytePermute, 0, true, false);
-            if (!global.ok()) return global.status();
+          if (m == 1) {  // the cluster fold, and one slice per block (global fold)
+            auto cluster = kernel_us(cuda::CodeConvert::kBytePermute, 0, true, true);
+            if (!cluster.ok()) return cluster.status();
             auto single = kernel_us(cuda::CodeConvert::kBytePermute, 0, false, false);
             if (!single.ok()) return single.status();
-            c.note += Format("globalfold_us=%.2f unmerged_us=%.2f ", *global, *single);
+            c.note += Format("clusterfold_us=%.2f unmerged_us=%.2f ", *cluster, *single);
           }
           if (m >= 16 && prec == TB_PREC_Q8) {  // both row tiles against the default choice
             for (int rt : {8, 16}) {
@@ -367,11 +367,12 @@ Status run_cuda(const Options& opt, std::vector<Case>& out) {
             g.y = y.data();
             g.ldy = sh.n;
             const int rt_reps = opt.quick ? 50 : 500;
-            // Variants in one process, switched at run time: graph + output written into pinned memory (the default),
-            // graph + device-to-host copy, separate async calls; then the global fold.
+            // Variants in one process, switched at run time: graph + output written into pinned
+            // memory (the default), graph + device-to-host copy, separate async calls, and the
+            // cluster fold.
             struct Variant { const char* name; bool graphs, direct, cluster; };
-            const Variant variants[] = {{"graph", true, true, true}, {"graph_copyback", true, false, true},
-                                        {"stream", false, true, true}, {"graph_globalfold", true, true, false}};
+            const Variant variants[] = {{"graph", true, true, false}, {"graph_copyback", true, false, false},
+                                        {"stream", false, true, false}, {"graph_clusterfold", true, true, true}};
             for (const Variant& v : variants) {
               TB_RETURN_IF_ERROR(cuda::set_use_graphs(cuda.raw(), v.graphs));
               TB_RETURN_IF_ERROR(cuda::set_direct_output(cuda.raw(), v.direct));
@@ -382,7 +383,7 @@ Status run_cuda(const Options& opt, std::vector<Case>& out) {
             }
             TB_RETURN_IF_ERROR(cuda::set_use_graphs(cuda.raw(), true));
             TB_RETURN_IF_ERROR(cuda::set_direct_output(cuda.raw(), true));
-            TB_RETURN_IF_ERROR(cuda::set_cluster_fold(cuda.raw(), true));
+            TB_RETURN_IF_ERROR(cuda::set_cluster_fold(cuda.raw(), false));
             c.note += Format("bind=%.1fms ", br.seconds * 1e3);
           }
           std::printf("%-8s %3lld %-3s %-3s %10.2f %9.2f %6.1f%% %8.0f %9.2f %10.2f  %s\n",
