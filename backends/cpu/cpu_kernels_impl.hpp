@@ -64,10 +64,19 @@ struct SliceAccumulator {
 // Software prefetch of the tile kPrefetchTiles ahead (strips are contiguous, so "ahead" runs on
 // into the next strip): the kernels consume a tile per ~30-60 ns per thread, faster than the
 // hardware prefetchers ramp up on a fresh strip. Prefetches never fault, even past the end.
-constexpr int64_t kPrefetchTiles = 8;
+// (Build-time knobs, for measuring: TWINBIT_CPU_PREFETCH_TILES = 0 turns it off.)
+#ifndef TWINBIT_CPU_PREFETCH_TILES
+#define TWINBIT_CPU_PREFETCH_TILES 8
+#endif
+#ifndef TWINBIT_CPU_PREFETCH_HINT
+#define TWINBIT_CPU_PREFETCH_HINT _MM_HINT_T0
+#endif
+constexpr int64_t kPrefetchTiles = TWINBIT_CPU_PREFETCH_TILES;
 inline void prefetch_ahead(const uint8_t* tile, int64_t tile_bytes) {
-  const char* p = reinterpret_cast<const char*>(tile + kPrefetchTiles * tile_bytes);
-  for (int64_t b = 0; b < tile_bytes; b += 64) _mm_prefetch(p + b, _MM_HINT_T0);
+  if constexpr (kPrefetchTiles > 0) {
+    const char* p = reinterpret_cast<const char*>(tile + kPrefetchTiles * tile_bytes);
+    for (int64_t b = 0; b < tile_bytes; b += 64) _mm_prefetch(p + b, TWINBIT_CPU_PREFETCH_HINT);
+  }
 }
 
 constexpr int64_t tile_code_bytes(tb_prec prec) { return prec == TB_PREC_Q8 ? 1024 : 512; }
