@@ -344,7 +344,8 @@ void Demo::run_gdn(const artifact::Artifact& art) {
 }
 
 void Demo::print_table() const {
-  std::printf("twinbit demo: synthetic Qwen3-VL-2B projections (seed %llu); bits compared with memcmp\n\n",
+  std::printf("twinbit demo: synthetic Qwen3-VL-2B projections (seed %llu); bits compared with memcmp;\n"
+              "time = one call, host memory to host memory (a GPU's copies and sync included)\n\n",
               static_cast<unsigned long long>(opt_.seed));
   std::printf("%-16s %-12s %-4s %-4s %3s %-8s %11s  %-5s %s\n", "projection", "KxN", "prec", "mode",
               "M", "backend", "time", "equal", "checked");
