@@ -12,9 +12,12 @@
 #include <xmmintrin.h>
 
 #include <algorithm>
+#include <cmath>
+#include <random>
 #include <cstdio>
 #include <vector>
 
+#include "backends/cpu/cpu_backend.h"
 #include "core/op_checks.h"
 #include "core/reference.h"
 #include "tests/test_cpu_util.h"
@@ -104,7 +107,7 @@ void check_sweep(tb_prec prec, tb_act_mode mode, const std::vector<Shape>& shape
       }
     }
   }
-  MESSAGE(std::string(prec_name(prec)) << " " << act_mode_name(mode) << ": " << calls
+  MESSAGE(std::string(prec_name(prec)) << " " << std::string(act_mode_name(mode)) << ": " << calls
           << " gemm calls memcmp-equal to the reference over " << backends.size() << " isa tags");
 }
 
@@ -174,6 +177,84 @@ TEST_CASE("cpu gemm batch invariance: row m of an M=37 call equals that row comp
       }
     }
   }
+}
+
+// The avx512vnni row kernel's two F32 decode variants (cpu_kernels.h, F32Decode). The spread
+// variant scales x by 2^-24 and falls back to the tile path for groups where that is not exact,
+// so the activations here mix groups of plain values with groups holding each edge: subnormals,
+// tiny normals below 2^-102 (x * 2^-24 inexact), 2^-102 itself (exact), huge values, infinities,
+// NaN, signed zeros.
+std::vector<float> edge_activations(int64_t count, uint64_t seed) {
+  std::vector<float> x = random_activations(count, seed);
+  const float edges[] = {1e-35f, -3e-33f, 0x1p-102f, -0x1p-102f, 0x1.8p-103f, 3e38f, -1e37f,
+                         INFINITY, -INFINITY, NAN, 0.0f, -0.0f, 1e-45f};
+  std::mt19937_64 rng(seed);
+  const int64_t groups = count / 32;
+  for (int64_t g = 0; g < groups; ++g) {
+    if (rng() % 3 != 0) continue;  // two groups in three keep only the random values
+    x[static_cast<size_t>(g * 32 + static_cast<int64_t>(rng() % 32))] = edges[rng() % (sizeof edges / sizeof edges[0])];
+  }
+  return x;
+}
+
+TEST_CASE("cpu gemm mode f32 decode variants tile and spread equal ref::gemm_f32 bitwise, q8 q4, M 1..3, N 1/33/257/1000, K 32..2048, edge activations, avx512vnni") {
+  if (!cpu::isa_runnable(cpu::Isa::kAvx512vnni)) {
+    MESSAGE("avx512vnni is not runnable here: only the tile path exists on the other tags");
+    return;
+  }
+  int64_t calls = 0;
+  for (const char* variant : {"tile", "spread"}) {
+    ::setenv("TWINBIT_CPU_F32_DECODE", variant, 1);
+    auto be = cpu_backend_for(cpu::Isa::kAvx512vnni);
+    ::unsetenv("TWINBIT_CPU_F32_DECODE");
+    REQUIRE_MESSAGE(be.ok(), be.status().to_string());
+    for (tb_prec prec : {TB_PREC_Q8, TB_PREC_Q4}) {
+      for (int64_t n : {1, 33, 257, 1000}) {
+        for (int64_t k : {32, 64, 96, 100, 2048}) {
+          OwnedStrips w = random_strips(prec, n, k, 7 * n + k + prec);
+          const int64_t m = 3;
+          std::vector<float> x = edge_activations(m * k, static_cast<uint64_t>(n * k + prec));
+          std::vector<float> ref(static_cast<size_t>(m * n));
+          ref::gemm_f32(w.view, m, x.data(), k, ref.data(), n);
+          tb_weights_view view{};
+          view.kind = TB_WEIGHTS_STRIPS;
+          view.strips = w.view;
+          auto bound = be->bind(view);
+          REQUIRE(bound.ok());
+          for (int64_t mm = 1; mm <= m; ++mm) {
+            std::vector<float> y(static_cast<size_t>(mm * n));
+            tb_gemm_args a{TB_ACT_F32, mm, x.data(), k, nullptr, 0, nullptr, 0, y.data(), n};
+            Status st = be->gemm(bound.value(), a);
+            REQUIRE_MESSAGE(st.ok(), st.to_string());
+            const int64_t diff = first_difference(y.data(), ref.data(), static_cast<size_t>(mm * n));
+            INFO("variant " << variant << " " << std::string(prec_name(prec)) << " N=" << n << " K=" << k << " M=" << mm);
+            CHECK_MESSAGE(diff < 0, "first difference at flat index " << diff);
+            ++calls;
+          }
+        }
+      }
+    }
+  }
+  MESSAGE(calls << " gemm calls over both variants memcmp-equal to the reference");
+}
+
+TEST_CASE("cpu backend: TWINBIT_CPU_F32_DECODE unknown value is INVALID_ARGUMENT listing the variants; set_f32_decode checks its arguments") {
+  ::setenv("TWINBIT_CPU_F32_DECODE", "fast", 1);
+  auto b = create_cpu_backend();
+  ::unsetenv("TWINBIT_CPU_F32_DECODE");
+  REQUIRE_FALSE(b.ok());
+  CHECK(b.status().code() == TB_INVALID_ARGUMENT);
+  CHECK(b.status().message().find("fast") != std::string::npos);
+  CHECK(b.status().message().find("spread, tile") != std::string::npos);
+  auto ok = create_cpu_backend();
+  REQUIRE(ok.ok());
+  tb_error err{};
+  CHECK(cpu::set_f32_decode(ok->raw(), "tile", &err) == TB_OK);
+  CHECK(cpu::set_f32_decode(ok->raw(), "spread", &err) == TB_OK);
+  CHECK(cpu::set_f32_decode(ok->raw(), "Tile", &err) == TB_INVALID_ARGUMENT);
+  CHECK(cpu::set_f32_decode(ok->raw(), nullptr, &err) == TB_INVALID_ARGUMENT);
+  tb_backend other{};
+  CHECK(cpu::set_f32_decode(other, "tile", &err) == TB_INVALID_ARGUMENT);
 }
 
 TEST_CASE("cpu backend: TWINBIT_CPU_ARCH unknown value is INVALID_ARGUMENT listing the valid tags") {

@@ -3,6 +3,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <new>
 #include <string>
@@ -29,6 +30,7 @@ struct Context {
   Isa isa = Isa::kSse2;
   const KernelTable* k = nullptr;
   int threads = 1;
+  F32Decode f32_decode = F32Decode::kSpread;
   std::unique_ptr<tbb::task_arena> arena;
   std::string device;
   std::string features;
@@ -180,6 +182,7 @@ tb_code gemm(void* c, void* handle, const tb_gemm_args* a, tb_error* err) {
   if (!s.ok()) return s.to_c(err);
   const tb_strips& w = b->view.strips;
   GemmParams p = gemm_params(w);
+  p.f32_decode = ctx.f32_decode;
   p.y = a->y;
   p.ldy = a->ldy;
   PaddedRows padded;
@@ -349,7 +352,36 @@ Status choose_threads(int* out) {
   return Status();
 }
 
+Status parse_f32_decode(const char* v, const char* what, F32Decode* out) {
+  if (std::strcmp(v, "spread") == 0) {
+    *out = F32Decode::kSpread;
+  } else if (std::strcmp(v, "tile") == 0) {
+    *out = F32Decode::kTile;
+  } else {
+    return Error(TB_INVALID_ARGUMENT, "%s%s is not an F32 decode variant (valid: spread, tile)", what, v);
+  }
+  return Status();
+}
+
+Status choose_f32_decode(F32Decode* out) {
+  *out = F32Decode::kSpread;
+  const char* v = std::getenv("TWINBIT_CPU_F32_DECODE");
+  if (!v || !*v) return Status();
+  return parse_f32_decode(v, "TWINBIT_CPU_F32_DECODE=", out);
+}
+
 }  // namespace
+
+tb_code twinbit::cpu::set_f32_decode(const tb_backend& backend, const char* name, tb_error* err) {
+  if (backend.iface != &kIface || !backend.ctx) {
+    return Error(TB_INVALID_ARGUMENT, "set_f32_decode: the backend is not a cpu backend").to_c(err);
+  }
+  F32Decode d = F32Decode::kSpread;
+  Status s = parse_f32_decode(name ? name : "(null)", "set_f32_decode: ", &d);
+  if (!s.ok()) return s.to_c(err);
+  ctx_of(backend.ctx)->f32_decode = d;
+  return TB_OK;
+}
 
 extern "C" tb_code tb_backend_create_cpu(uint32_t host_abi_version, tb_backend* out,
                                          tb_error* err) {
@@ -362,13 +394,16 @@ extern "C" tb_code tb_backend_create_cpu(uint32_t host_abi_version, tb_backend* 
   Isa isa = Isa::kSse2;
   int threads = 1;
   if (s.ok()) s = choose_isa(&isa);
+  F32Decode f32_decode = F32Decode::kSpread;
   if (s.ok()) s = choose_threads(&threads);
+  if (s.ok()) s = choose_f32_decode(&f32_decode);
   if (!s.ok()) return s.to_c(err);
   auto ctx = std::unique_ptr<Context>(new (std::nothrow) Context);
   if (!ctx) return Error(TB_RESOURCE_EXHAUSTED, "cpu backend: out of host memory").to_c(err);
   ctx->isa = isa;
   ctx->k = &kernel_table(isa);
   ctx->threads = threads;
+  ctx->f32_decode = f32_decode;
   ctx->arena = std::make_unique<tbb::task_arena>(threads);
   ctx->device = cpu_model_name() + " (" + std::to_string(threads) + " threads, " +
                 isa_name(isa) + ")";

@@ -81,52 +81,131 @@ inline void prefetch_ahead(const uint8_t* tile, int64_t tile_bytes) {
 
 constexpr int64_t tile_code_bytes(tb_prec prec) { return prec == TB_PREC_Q8 ? 1024 : 512; }
 
-// gemm, mode F32: one strip (32 columns) x NR rows starting at row0.
-// With few rows, one group's dot chains are too few to hide the fma latency (32 dependent fmas
-// per lane per group, 4 cycles each), so NR <= 2 runs two groups' chains side by side (GS = 2):
-// they are independent until the slice accumulation, which still takes g, then g + 1.
-template <Isa I, int NR>
-void gemm_f32_strip(const GemmParams& p, int64_t strip, int64_t row0) {
+// gemm, mode F32, the row kernel's step over groups [g0, g0 + gs) (gs <= GS) of one strip, tile
+// path: transpose each tile into L1, then per k and column batch a sign-extend + convert shared
+// by the NR rows. With GS = 2 two groups' chains run side by side (a chain is 32 dependent fmas,
+// 4 cycles each: one group's chains alone are too few to hide the latency); they are independent
+// until the slice accumulation, which still takes g0, then g0 + 1.
+template <Isa I, int NR, int GS>
+void f32_groups_tile(const GemmParams& p, int64_t strip, int64_t g0, int gs, const float* const* xr,
+                     SliceAccumulator<I, NR>& acc) {
   using F = FBatch<I>;
   constexpr int W = kLanes<I>, V = 32 / W;
-  constexpr int GS = NR <= 2 ? 2 : 1;  // groups in flight
-  SliceAccumulator<I, NR> acc(p.ngroups, p.nsplit);
   const int64_t tb = tile_code_bytes(p.prec);
   alignas(64) int8_t wt[GS][32 * 32];  // (GS groups, the tile transposed: see code_offset)
   alignas(64) float ws[GS][32];        // (GS groups, 32 columns) weight scales
+  F dot[GS][NR][V];  // (groups, rows, 32 columns): p[g], one sequential fma chain per lane
+  for (int j = 0; j < GS; ++j) {
+    const int64_t tile = strip * p.ngroups + g0 + (j < gs ? j : 0);
+    prefetch_ahead(p.codes + tile * tb, tb);
+    transpose_tile<I>(p.codes + tile * tb, p.prec, wt[j]);
+    load_scales32<I>(p.scales + tile * 32, ws[j]);
+    for (int r = 0; r < NR; ++r) {
+      for (int v = 0; v < V; ++v) dot[j][r][v] = F(0.0f);
+    }
+  }
+  for (int kk = 0; kk < 32; ++kk) {
+    for (int j = 0; j < GS; ++j) {
+      // (With gs < GS the extra chain recomputes group g0 and is discarded.)
+      const int64_t xk = (g0 + (j < gs ? j : 0)) * 32 + kk;
+      F xb[NR];
+      for (int r = 0; r < NR; ++r) xb[r] = F(xr[r][xk]);
+      for (int v = 0; v < V; ++v) {
+        const F wf = load_i8_as_f32<I>(wt[j] + code_offset<I>(kk, v));  // shared by the NR rows
+        for (int r = 0; r < NR; ++r) dot[j][r][v] = fma_exact<I>(wf, xb[r], dot[j][r][v]);
+      }
+    }
+  }
+  for (int j = 0; j < gs; ++j) {
+    for (int v = 0; v < V; ++v) {
+      const F wsv = F::load_aligned(ws[j] + v * W);
+      for (int r = 0; r < NR; ++r) acc.add(r, v, dot[j][r][v], wsv);
+    }
+    acc.end_group(g0 + j);
+  }
+}
+
+#if defined(__AVX512VBMI__)
+// The same step on the spread path (avx512vnni; cpu_kernels_x86.hpp): the same chains, the same
+// fma operands as real numbers (code * 2^24 times x * 2^-24), so the same bits. Returns false,
+// having done nothing, when some x * 2^-24 of these groups is not exact; the caller then takes
+// the tile path for them.
+template <int NR, int GS>
+bool f32_groups_spread(const GemmParams& p, int64_t strip, int64_t g0, int gs, const float* const* xr,
+                       SliceAccumulator<Isa::kAvx512vnni, NR>& acc) {
+  using F = FBatch<Isa::kAvx512vnni>;
+  alignas(64) float xs[GS][NR][32];  // (groups, rows, 32 k) x * 2^-24
+  const __m512 down = _mm512_set1_ps(0x1p-24f), up = _mm512_set1_ps(0x1p24f);
+  __mmask16 exact = 0xffff;
+  for (int j = 0; j < GS; ++j) {
+    const int64_t g = g0 + (j < gs ? j : 0);
+    for (int r = 0; r < NR; ++r) {
+      for (int h = 0; h < 2; ++h) {
+        const __m512 x = _mm512_loadu_ps(xr[r] + g * 32 + 16 * h);
+        const __m512 s = _mm512_mul_ps(x, down);
+        exact &= _mm512_cmp_ps_mask(_mm512_mul_ps(s, up), x, _CMP_EQ_OQ);  // NaN: unordered, false
+        _mm512_store_ps(xs[j][r] + 16 * h, s);
+      }
+    }
+  }
+  if (exact != 0xffff) return false;
+  const int64_t tb = tile_code_bytes(p.prec);
+  alignas(64) int8_t st[GS][32 * 32];  // (groups, the tile in the stage-2 layout)
+  alignas(64) float ws[GS][32];
+  for (int j = 0; j < GS; ++j) {
+    const int64_t tile = strip * p.ngroups + g0 + (j < gs ? j : 0);
+    prefetch_ahead(p.codes + tile * tb, tb);
+    spread_tile_to_stage2(p.codes + tile * tb, p.prec, st[j]);
+    load_scales32<Isa::kAvx512vnni>(p.scales + tile * 32, ws[j]);
+  }
+  __m512 dot[GS][NR][2];  // (groups, rows, halves): one sequential fma chain per lane
+  for (int j = 0; j < GS; ++j) {
+    for (int r = 0; r < NR; ++r) dot[j][r][0] = dot[j][r][1] = _mm512_setzero_ps();
+  }
+  for (int kb = 0; kb < 4; ++kb) {  // k bits (k4, k3): the same stage-2 registers for 8 k
+    __m512i src[GS][2][2];          // (groups, halves, c3)
+    for (int j = 0; j < GS; ++j) {
+      for (int h = 0; h < 2; ++h) {
+        for (int c3 = 0; c3 < 2; ++c3) src[j][h][c3] = _mm512_load_si512(st[j] + 64 * stage2_reg(h, c3, kb));
+      }
+    }
+    for (int t = 0; t < 8; ++t) {
+      const int kk = kb * 8 + t;
+      for (int j = 0; j < GS; ++j) {
+        for (int h = 0; h < 2; ++h) {
+          const __m512 w = spread_codes_x2p24(src[j][h][0], src[j][h][1], t);  // shared by the rows
+          for (int r = 0; r < NR; ++r) dot[j][r][h] = _mm512_fmadd_ps(w, _mm512_set1_ps(xs[j][r][kk]), dot[j][r][h]);
+        }
+      }
+    }
+  }
+  for (int j = 0; j < gs; ++j) {
+    for (int h = 0; h < 2; ++h) {
+      const F wsv = F::load_aligned(ws[j] + 16 * h);
+      for (int r = 0; r < NR; ++r) acc.add(r, h, F(dot[j][r][h]), wsv);
+    }
+    acc.end_group(g0 + j);
+  }
+  return true;
+}
+#endif  // __AVX512VBMI__
+
+// gemm, mode F32: one strip (32 columns) x NR rows starting at row0. NR <= 2 (decode) keeps two
+// groups in flight (GS = 2, see f32_groups_tile).
+template <Isa I, int NR>
+void gemm_f32_strip(const GemmParams& p, int64_t strip, int64_t row0) {
+  constexpr int GS = NR <= 2 ? 2 : 1;  // groups in flight
+  SliceAccumulator<I, NR> acc(p.ngroups, p.nsplit);
   const float* xr[NR];
   for (int r = 0; r < NR; ++r) xr[r] = p.x + (row0 + r) * p.ldx;
   for (int64_t g0 = 0; g0 < p.ngroups; g0 += GS) {
     const int gs = static_cast<int>(std::min<int64_t>(GS, p.ngroups - g0));
-    F dot[GS][NR][V];  // (groups, rows, 32 columns): p[g], one sequential fma chain per lane
-    for (int j = 0; j < GS; ++j) {
-      const int64_t tile = strip * p.ngroups + g0 + (j < gs ? j : 0);
-      prefetch_ahead(p.codes + tile * tb, tb);
-      transpose_tile<I>(p.codes + tile * tb, p.prec, wt[j]);
-      load_scales32<I>(p.scales + tile * 32, ws[j]);
-      for (int r = 0; r < NR; ++r) {
-        for (int v = 0; v < V; ++v) dot[j][r][v] = F(0.0f);
-      }
+#if defined(__AVX512VBMI__)
+    if constexpr (I == Isa::kAvx512vnni && NR <= 2) {
+      if (p.f32_decode == F32Decode::kSpread && f32_groups_spread<NR, GS>(p, strip, g0, gs, xr, acc)) continue;
     }
-    for (int kk = 0; kk < 32; ++kk) {
-      for (int j = 0; j < GS; ++j) {
-        // (With gs < GS the extra chain recomputes group g0 and is discarded.)
-        const int64_t xk = (g0 + (j < gs ? j : 0)) * 32 + kk;
-        F xb[NR];
-        for (int r = 0; r < NR; ++r) xb[r] = F(xr[r][xk]);
-        for (int v = 0; v < V; ++v) {
-          const F wf = load_i8_as_f32<I>(wt[j] + code_offset<I>(kk, v));  // shared by the NR rows
-          for (int r = 0; r < NR; ++r) dot[j][r][v] = fma_exact<I>(wf, xb[r], dot[j][r][v]);
-        }
-      }
-    }
-    for (int j = 0; j < gs; ++j) {
-      for (int v = 0; v < V; ++v) {
-        const F wsv = F::load_aligned(ws[j] + v * W);
-        for (int r = 0; r < NR; ++r) acc.add(r, v, dot[j][r][v], wsv);
-      }
-      acc.end_group(g0 + j);
-    }
+#endif
+    f32_groups_tile<I, NR, GS>(p, strip, g0, gs, xr, acc);
   }
   acc.store(p.y, p.ldy, row0, strip * 32, std::min<int64_t>(32, p.n - strip * 32));
 }

@@ -36,37 +36,37 @@ constexpr void vbmi_layout(int s, int c, int k, int* reg, int* byte) {
     case 0: *reg = c >> 1; *byte = c0 * 32 + k; break;
     case 1: *reg = (c4 << 3) | (c3 << 2) | (c2 << 1) | k4; *byte = (c0 << 5) | (c1 << 4) | (k & 15); break;
     case 2: *reg = (c4 << 3) | (c3 << 2) | (k4 << 1) | k3; *byte = ((c & 7) << 3) | (k & 7); break;
-    default: *reg = (c4 << 3) | (k4 << 2) | (k3 << 1) | k2; *byte = ((k & 3) << 4) | (c & 15); break;
+    case 3: *reg = (c4 << 3) | (k4 << 2) | (k3 << 1) | k2; *byte = ((k & 3) << 4) | (c & 15); break;
+    // kQ4Unpacked: a q4 tile after the nibble unpack (q4_tile_to_stage1_regs): register
+    // (c >> 2, k4) as stage 1, byte (c1, c0, k & 15) - stage 1 with the two column bits swapped.
+    default: *reg = (c4 << 3) | (c3 << 2) | (c2 << 1) | k4; *byte = (c1 << 5) | (c0 << 4) | (k & 15); break;
   }
 }
+inline constexpr int kQ4Unpacked = 4;
 
-struct VbmiPlan {
-  VbmiStage stage[3];
-};
-
-constexpr VbmiPlan make_vbmi_plan() {
-  VbmiPlan plan{};
-  for (int s = 0; s < 3; ++s) {
-    VbmiStage& st = plan.stage[s];
-    for (int r = 0; r < 16; ++r) st.src_a[r] = st.src_b[r] = 0xff;
-    for (int c = 0; c < 32; ++c) {
-      for (int k = 0; k < 32; ++k) {
-        int r_in = 0, b_in = 0, r_out = 0, b_out = 0;
-        vbmi_layout(s, c, k, &r_in, &b_in);
-        vbmi_layout(s + 1, c, k, &r_out, &b_out);
-        if (st.src_a[r_out] == 0xff || st.src_a[r_out] == r_in) {
-          st.src_a[r_out] = static_cast<uint8_t>(r_in);
-          st.idx[r_out][b_out] = static_cast<uint8_t>(b_in);
-        } else {
-          st.src_b[r_out] = static_cast<uint8_t>(r_in);
-          st.idx[r_out][b_out] = static_cast<uint8_t>(64 + b_in);
-        }
+// The permutes taking layout `from` to layout `to` (each output register drawing on two inputs).
+constexpr VbmiStage make_vbmi_stage(int from, int to) {
+  VbmiStage st{};
+  for (int r = 0; r < 16; ++r) st.src_a[r] = st.src_b[r] = 0xff;
+  for (int c = 0; c < 32; ++c) {
+    for (int k = 0; k < 32; ++k) {
+      int r_in = 0, b_in = 0, r_out = 0, b_out = 0;
+      vbmi_layout(from, c, k, &r_in, &b_in);
+      vbmi_layout(to, c, k, &r_out, &b_out);
+      if (st.src_a[r_out] == 0xff || st.src_a[r_out] == r_in) {
+        st.src_a[r_out] = static_cast<uint8_t>(r_in);
+        st.idx[r_out][b_out] = static_cast<uint8_t>(b_in);
+      } else {
+        st.src_b[r_out] = static_cast<uint8_t>(r_in);
+        st.idx[r_out][b_out] = static_cast<uint8_t>(64 + b_in);
       }
     }
   }
-  return plan;
+  return st;
 }
-inline constexpr VbmiPlan kVbmiPlan = make_vbmi_plan();
+
+// The spread decode's q4 path: from the unpacked nibbles straight to the layout after stage 2.
+inline constexpr VbmiStage kVbmiQ4ToStage2 = make_vbmi_stage(kQ4Unpacked, 2);
 
 constexpr int vbmi_code_offset(int k, int half) { return ((half << 3) | (k >> 2)) * 64 + (k & 3) * 16; }
 
@@ -92,11 +92,19 @@ inline void q4_tile_to_q8_regs(const uint8_t* tile, __m512i* r) {
 
 // One stage with every register index a constant expression, so the 32 registers stay registers
 // (indices read from the plan at run time would force the arrays into memory).
-template <int S, int... R>
-inline void vbmi_stage(const __m512i* in, __m512i* out, std::integer_sequence<int, R...>) {
-  ((out[R] = _mm512_permutex2var_epi8(in[kVbmiPlan.stage[S].src_a[R]],
-                                      _mm512_loadu_si512(kVbmiPlan.stage[S].idx[R]),
-                                      in[kVbmiPlan.stage[S].src_b[R]])), ...);
+template <const VbmiStage& St, int... R>
+inline void vbmi_permute(const __m512i* in, __m512i* out, std::integer_sequence<int, R...>) {
+  ((out[R] = _mm512_permutex2var_epi8(in[St.src_a[R]], _mm512_loadu_si512(St.idx[R]),
+                                      in[St.src_b[R]])), ...);
+}
+inline constexpr VbmiStage kVbmiStage0 = make_vbmi_stage(0, 1);
+inline constexpr VbmiStage kVbmiStage1 = make_vbmi_stage(1, 2);
+inline constexpr VbmiStage kVbmiStage2 = make_vbmi_stage(2, 3);
+template <int S>
+inline void vbmi_stage(const __m512i* in, __m512i* out, std::make_integer_sequence<int, 16> seq) {
+  if constexpr (S == 0) vbmi_permute<kVbmiStage0>(in, out, seq);
+  else if constexpr (S == 1) vbmi_permute<kVbmiStage1>(in, out, seq);
+  else vbmi_permute<kVbmiStage2>(in, out, seq);
 }
 
 inline void transpose_tile_vbmi(const uint8_t* tile, tb_prec prec, int8_t* out) {
@@ -111,6 +119,63 @@ inline void transpose_tile_vbmi(const uint8_t* tile, tb_prec prec, int8_t* out) 
   vbmi_stage<2>(a, b, std::make_integer_sequence<int, 16>());
   __m512i* in = b;
   for (int r = 0; r < 16; ++r) _mm512_store_si512(out + 64 * r, in[r]);
+}
+
+// ---- avx512vnni: the spread decode of the F32 mode (GemmParams::f32_decode == kSpread) -------
+// The tile path above spends, per 1024 codes, 48 permutes, 16 stores, then per 16 codes a
+// vpmovsxbd (port 5) and a vcvtdq2ps (port 0) before the fma. Here two permute stages (q8: 32
+// vpermt2b; q4: 16 after the nibble unpack) leave the 16 codes of each (k, half tile) in two
+// registers of the stage-2 layout, and ONE zero-masked vpermt2b per 16 codes moves each code into
+// the top byte of its column's dword lane: vcvtdq2ps of that lane is code * 2^24, exactly. So the
+// third stage and the sign-extends are gone (per 1024 q8 codes: 224 port-0/5 uops instead of 240;
+// q4: 248 instead of 296).
+// The 2^24 is taken back from the activation: fma(code * 2^24, x * 2^-24, acc) equals
+// fma(code, x, acc) bit for bit whenever x * 2^-24 is exact - the product inside an fma is exact
+// and both products are the same real number. Not exact (|x| < 2^-102 nonzero, or NaN): the
+// kernel checks that per group and takes the tile path for those groups.
+inline void spread_tile_to_stage2(const uint8_t* tile, tb_prec prec, int8_t* out) {
+  __m512i a[16], b[16];
+  const auto seq = std::make_integer_sequence<int, 16>();
+  if (prec == TB_PREC_Q8) {
+    for (int r = 0; r < 16; ++r) a[r] = _mm512_loadu_si512(tile + 64 * r);
+    vbmi_stage<0>(a, b, seq);
+    vbmi_stage<1>(b, a, seq);
+  } else {
+    // Register 2j: low nibbles of columns 4j..4j+3 (k 0..15), 2j + 1: high nibbles (k 16..31).
+    const __m512i mask = _mm512_set1_epi8(0x0f), eight = _mm512_set1_epi8(8);
+    for (int j = 0; j < 8; ++j) {
+      const __m512i v = _mm512_loadu_si512(tile + 64 * j);
+      b[2 * j] = _mm512_sub_epi8(_mm512_and_si512(v, mask), eight);
+      b[2 * j + 1] = _mm512_sub_epi8(_mm512_and_si512(_mm512_srli_epi16(v, 4), mask), eight);
+    }
+    vbmi_permute<kVbmiQ4ToStage2>(b, a, seq);
+  }
+  for (int r = 0; r < 16; ++r) _mm512_store_si512(out + 64 * r, a[r]);
+}
+
+// The stage-2 register holding half h's columns with column bit 3 = c3, for k bits (k4, k3) = kb.
+constexpr int stage2_reg(int h, int c3, int kb) { return (h << 3) | (c3 << 2) | kb; }
+
+// vpermt2b indices of the final move for k & 7 = t: lane j's top byte takes column (j & 7) of
+// register c3 = j >> 3, byte ((j & 7) << 3) | t of the stage-2 layout.
+struct alignas(64) SpreadIndex {
+  uint8_t idx[8][64];
+};
+constexpr SpreadIndex make_spread_index() {
+  SpreadIndex s{};
+  for (int t = 0; t < 8; ++t) {
+    for (int j = 0; j < 16; ++j) s.idx[t][4 * j + 3] = static_cast<uint8_t>((j >> 3) * 64 + ((j & 7) << 3) + t);
+  }
+  return s;
+}
+inline constexpr SpreadIndex kSpreadIndex = make_spread_index();
+
+// The 16 codes (k with k & 7 = t, the half whose stage-2 registers are lo (c3 = 0), hi (c3 = 1)),
+// one per lane, as float code * 2^24 (exact).
+inline __m512 spread_codes_x2p24(__m512i lo, __m512i hi, int t) {
+  constexpr __mmask64 kTopBytes = 0x8888888888888888ull;
+  const __m512i idx = _mm512_load_si512(kSpreadIndex.idx[t]);
+  return _mm512_cvtepi32_ps(_mm512_maskz_permutex2var_epi8(kTopBytes, lo, idx, hi));
 }
 
 // ---- avx512vnni: exact int8 group dots with vpdpbusd ------------------------------------------
