@@ -51,6 +51,7 @@ Result<std::string> cache_dir() {
 Result<std::unique_ptr<artifact::Artifact>> open_or_make_synthetic(const std::string& dir,
                                                                    uint64_t seed,
                                                                    bool with_lm_head) {
+  TB_RETURN_IF_ERROR(make_dirs(dir));  // --cache may name a folder that does not exist yet
   const std::string path = dir + "/synthetic-qwen3vl2b-seed" + std::to_string(seed) +
                            (with_lm_head ? "" : "-small") + ".tbsc";
   if (access(path.c_str(), F_OK) == 0) {
