@@ -183,11 +183,13 @@ TEST_CASE("cpu gemm batch invariance: row m of an M=37 call equals that row comp
 // variant scales x by 2^-24 and falls back to the tile path for groups where that is not exact,
 // so the activations here mix groups of plain values with groups holding each edge: subnormals,
 // tiny normals below 2^-102 (x * 2^-24 inexact), 2^-102 itself (exact), huge values, infinities,
-// NaN, signed zeros.
+// signed zeros. (No NaN inputs: which of two NaN operands an fma returns depends on the operand
+// order the compiler picks - it differs between the reference's -O2 and -O3 builds - and the
+// contract does not fix NaN payloads. The infinities still make the default NaN.)
 std::vector<float> edge_activations(int64_t count, uint64_t seed) {
   std::vector<float> x = random_activations(count, seed);
   const float edges[] = {1e-35f, -3e-33f, 0x1p-102f, -0x1p-102f, 0x1.8p-103f, 3e38f, -1e37f,
-                         INFINITY, -INFINITY, NAN, 0.0f, -0.0f, 1e-45f};
+                         INFINITY, -INFINITY, 0.0f, -0.0f, 1e-45f};
   std::mt19937_64 rng(seed);
   const int64_t groups = count / 32;
   for (int64_t g = 0; g < groups; ++g) {
@@ -227,8 +229,9 @@ TEST_CASE("cpu gemm mode f32 decode variants tile and spread equal ref::gemm_f32
             Status st = be->gemm(bound.value(), a);
             REQUIRE_MESSAGE(st.ok(), st.to_string());
             const int64_t diff = first_difference(y.data(), ref.data(), static_cast<size_t>(mm * n));
-            INFO("variant " << variant << " " << std::string(prec_name(prec)) << " N=" << n << " K=" << k << " M=" << mm);
-            CHECK_MESSAGE(diff < 0, "first difference at flat index " << diff);
+            INFO("variant " << std::string(variant) << " " << std::string(prec_name(prec)) << " N=" << n << " K=" << k << " M=" << mm);
+            CHECK_MESSAGE(diff < 0, "first difference at flat index " << diff << ": " << (diff < 0 ? 0.0f : y[diff])
+                                    << " vs reference " << (diff < 0 ? 0.0f : ref[diff]));
             ++calls;
           }
         }
