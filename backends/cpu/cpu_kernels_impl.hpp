@@ -150,30 +150,29 @@ bool f32_groups_spread(const GemmParams& p, int64_t strip, int64_t g0, int gs, c
   }
   if (exact != 0xffff) return false;
   const int64_t tb = tile_code_bytes(p.prec);
-  alignas(64) int8_t st[GS][32 * 32];  // (groups, the tile in the stage-2 layout)
+  alignas(64) int8_t st[GS][32 * 32];  // (groups, 16 registers (h, q): the dword transpose)
   alignas(64) float ws[GS][32];
   for (int j = 0; j < GS; ++j) {
     const int64_t tile = strip * p.ngroups + g0 + (j < gs ? j : 0);
     prefetch_ahead(p.codes + tile * tb, tb);
-    spread_tile_to_stage2(p.codes + tile * tb, p.prec, st[j]);
+    spread_tile_to_quads(p.codes + tile * tb, p.prec, st[j]);
     load_scales32<Isa::kAvx512vnni>(p.scales + tile * 32, ws[j]);
   }
   __m512 dot[GS][NR][2];  // (groups, rows, halves): one sequential fma chain per lane
   for (int j = 0; j < GS; ++j) {
     for (int r = 0; r < NR; ++r) dot[j][r][0] = dot[j][r][1] = _mm512_setzero_ps();
   }
-  for (int kb = 0; kb < 4; ++kb) {  // k bits (k4, k3): the same stage-2 registers for 8 k
-    __m512i src[GS][2][2];          // (groups, halves, c3)
+  for (int q = 0; q < 8; ++q) {  // k = 4q .. 4q+3: the same registers
+    __m512i src[GS][2];          // (groups, halves)
     for (int j = 0; j < GS; ++j) {
-      for (int h = 0; h < 2; ++h) {
-        for (int c3 = 0; c3 < 2; ++c3) src[j][h][c3] = _mm512_load_si512(st[j] + 64 * stage2_reg(h, c3, kb));
-      }
+      for (int h = 0; h < 2; ++h) src[j][h] = _mm512_load_si512(st[j] + 64 * (h * 8 + q));
     }
-    for (int t = 0; t < 8; ++t) {
-      const int kk = kb * 8 + t;
+#pragma GCC unroll 4
+    for (int b = 0; b < 4; ++b) {
+      const int kk = 4 * q + b;
       for (int j = 0; j < GS; ++j) {
         for (int h = 0; h < 2; ++h) {
-          const __m512 w = spread_codes_x2p24(src[j][h][0], src[j][h][1], t);  // shared by the rows
+          const __m512 w = quad_code_x2p24(src[j][h], b);  // shared by the rows
           for (int r = 0; r < NR; ++r) dot[j][r][h] = _mm512_fmadd_ps(w, _mm512_set1_ps(xs[j][r][kk]), dot[j][r][h]);
         }
       }

@@ -36,13 +36,9 @@ constexpr void vbmi_layout(int s, int c, int k, int* reg, int* byte) {
     case 0: *reg = c >> 1; *byte = c0 * 32 + k; break;
     case 1: *reg = (c4 << 3) | (c3 << 2) | (c2 << 1) | k4; *byte = (c0 << 5) | (c1 << 4) | (k & 15); break;
     case 2: *reg = (c4 << 3) | (c3 << 2) | (k4 << 1) | k3; *byte = ((c & 7) << 3) | (k & 7); break;
-    case 3: *reg = (c4 << 3) | (k4 << 2) | (k3 << 1) | k2; *byte = ((k & 3) << 4) | (c & 15); break;
-    // kQ4Unpacked: a q4 tile after the nibble unpack (q4_tile_to_stage1_regs): register
-    // (c >> 2, k4) as stage 1, byte (c1, c0, k & 15) - stage 1 with the two column bits swapped.
-    default: *reg = (c4 << 3) | (c3 << 2) | (c2 << 1) | k4; *byte = (c1 << 5) | (c0 << 4) | (k & 15); break;
+    default: *reg = (c4 << 3) | (k4 << 2) | (k3 << 1) | k2; *byte = ((k & 3) << 4) | (c & 15); break;
   }
 }
-inline constexpr int kQ4Unpacked = 4;
 
 // The permutes taking layout `from` to layout `to` (each output register drawing on two inputs).
 constexpr VbmiStage make_vbmi_stage(int from, int to) {
@@ -65,8 +61,6 @@ constexpr VbmiStage make_vbmi_stage(int from, int to) {
   return st;
 }
 
-// The spread decode's q4 path: from the unpacked nibbles straight to the layout after stage 2.
-inline constexpr VbmiStage kVbmiQ4ToStage2 = make_vbmi_stage(kQ4Unpacked, 2);
 
 constexpr int vbmi_code_offset(int k, int half) { return ((half << 3) | (k >> 2)) * 64 + (k & 3) * 16; }
 
@@ -119,63 +113,6 @@ inline void transpose_tile_vbmi(const uint8_t* tile, tb_prec prec, int8_t* out) 
   vbmi_stage<2>(a, b, std::make_integer_sequence<int, 16>());
   __m512i* in = b;
   for (int r = 0; r < 16; ++r) _mm512_store_si512(out + 64 * r, in[r]);
-}
-
-// ---- avx512vnni: the spread decode of the F32 mode (GemmParams::f32_decode == kSpread) -------
-// The tile path above spends, per 1024 codes, 48 permutes, 16 stores, then per 16 codes a
-// vpmovsxbd (port 5) and a vcvtdq2ps (port 0) before the fma. Here two permute stages (q8: 32
-// vpermt2b; q4: 16 after the nibble unpack) leave the 16 codes of each (k, half tile) in two
-// registers of the stage-2 layout, and ONE zero-masked vpermt2b per 16 codes moves each code into
-// the top byte of its column's dword lane: vcvtdq2ps of that lane is code * 2^24, exactly. So the
-// third stage and the sign-extends are gone (per 1024 q8 codes: 224 port-0/5 uops instead of 240;
-// q4: 248 instead of 296).
-// The 2^24 is taken back from the activation: fma(code * 2^24, x * 2^-24, acc) equals
-// fma(code, x, acc) bit for bit whenever x * 2^-24 is exact - the product inside an fma is exact
-// and both products are the same real number. Not exact (|x| < 2^-102 nonzero, or NaN): the
-// kernel checks that per group and takes the tile path for those groups.
-inline void spread_tile_to_stage2(const uint8_t* tile, tb_prec prec, int8_t* out) {
-  __m512i a[16], b[16];
-  const auto seq = std::make_integer_sequence<int, 16>();
-  if (prec == TB_PREC_Q8) {
-    for (int r = 0; r < 16; ++r) a[r] = _mm512_loadu_si512(tile + 64 * r);
-    vbmi_stage<0>(a, b, seq);
-    vbmi_stage<1>(b, a, seq);
-  } else {
-    // Register 2j: low nibbles of columns 4j..4j+3 (k 0..15), 2j + 1: high nibbles (k 16..31).
-    const __m512i mask = _mm512_set1_epi8(0x0f), eight = _mm512_set1_epi8(8);
-    for (int j = 0; j < 8; ++j) {
-      const __m512i v = _mm512_loadu_si512(tile + 64 * j);
-      b[2 * j] = _mm512_sub_epi8(_mm512_and_si512(v, mask), eight);
-      b[2 * j + 1] = _mm512_sub_epi8(_mm512_and_si512(_mm512_srli_epi16(v, 4), mask), eight);
-    }
-    vbmi_permute<kVbmiQ4ToStage2>(b, a, seq);
-  }
-  for (int r = 0; r < 16; ++r) _mm512_store_si512(out + 64 * r, a[r]);
-}
-
-// The stage-2 register holding half h's columns with column bit 3 = c3, for k bits (k4, k3) = kb.
-constexpr int stage2_reg(int h, int c3, int kb) { return (h << 3) | (c3 << 2) | kb; }
-
-// vpermt2b indices of the final move for k & 7 = t: lane j's top byte takes column (j & 7) of
-// register c3 = j >> 3, byte ((j & 7) << 3) | t of the stage-2 layout.
-struct alignas(64) SpreadIndex {
-  uint8_t idx[8][64];
-};
-constexpr SpreadIndex make_spread_index() {
-  SpreadIndex s{};
-  for (int t = 0; t < 8; ++t) {
-    for (int j = 0; j < 16; ++j) s.idx[t][4 * j + 3] = static_cast<uint8_t>((j >> 3) * 64 + ((j & 7) << 3) + t);
-  }
-  return s;
-}
-inline constexpr SpreadIndex kSpreadIndex = make_spread_index();
-
-// The 16 codes (k with k & 7 = t, the half whose stage-2 registers are lo (c3 = 0), hi (c3 = 1)),
-// one per lane, as float code * 2^24 (exact).
-inline __m512 spread_codes_x2p24(__m512i lo, __m512i hi, int t) {
-  constexpr __mmask64 kTopBytes = 0x8888888888888888ull;
-  const __m512i idx = _mm512_load_si512(kSpreadIndex.idx[t]);
-  return _mm512_cvtepi32_ps(_mm512_maskz_permutex2var_epi8(kTopBytes, lo, idx, hi));
 }
 
 // ---- avx512vnni: exact int8 group dots with vpdpbusd ------------------------------------------
@@ -269,6 +206,54 @@ inline void group_dots_vnni(const uint8_t* tile, tb_prec prec, const int8_t* con
     _mm512_store_si512(isum[r] + 16, _mm512_sub_epi32(acc[1], correction));
   }
 }
+// ---- avx512vnni: the spread decode of the F32 mode (GemmParams::f32_decode == kSpread) -------
+// Measured on this CPU family (Sapphire/Emerald Rapids, 2.5 GHz, one core): vpermt2b zmm issues
+// ~0.6 per cycle (several uops, one of them on the FMA port 0), while vpermt2d and the one-source
+// vpermb issue ~1.3 per cycle. The tile path above spends 48 vpermt2b per tile (~144 uops: more
+// than its 64 fma) plus a vpmovsxbd + vcvtdq2ps per 16 codes. The spread path instead
+//   1. transposes the tile at dword granularity exactly like the I8 path (48 vpermt2d): register
+//      h * 8 + q, lane j = the 4 codes k = 4q .. 4q+3 of column 16 h + j;
+//   2. per k = 4q + b moves byte b of every lane to the lane's top byte and zeroes the rest (one
+//      zero-masked vpermb; for b = 3 a zero-masked byte move, on either vector port), so that
+//      vcvtdq2ps gives code * 2^24 exactly.
+// The 2^24 is taken back from the activation: fma(code * 2^24, x * 2^-24, acc) equals
+// fma(code, x, acc) bit for bit whenever x * 2^-24 is exact - the product inside an fma is exact
+// and both products are the same real number. Where it is not (|x| < 2^-102 nonzero, NaN) the
+// kernel takes the tile path for those groups.
+inline void spread_tile_to_quads(const uint8_t* tile, tb_prec prec, int8_t* out) {
+  __m512i a[16], b[16];
+  if (prec == TB_PREC_Q8) {
+    for (int r = 0; r < 16; ++r) a[r] = _mm512_loadu_si512(tile + 64 * r);
+  } else {
+    q4_tile_to_q8_regs(tile, a);
+  }
+  const auto seq = std::make_integer_sequence<int, 16>();
+  dword_stage<0>(a, b, seq);
+  dword_stage<1>(b, a, seq);
+  dword_stage<2>(a, b, seq);
+  for (int r = 0; r < 16; ++r) _mm512_store_si512(out + 64 * r, b[r]);
+}
+
+// vpermb indices for byte b (0..2) of each dword lane -> the lane's top byte.
+struct alignas(64) QuadIndex {
+  uint8_t idx[3][64];
+};
+constexpr QuadIndex make_quad_index() {
+  QuadIndex q{};
+  for (int b = 0; b < 3; ++b) {
+    for (int j = 0; j < 16; ++j) q.idx[b][4 * j + 3] = static_cast<uint8_t>(4 * j + b);
+  }
+  return q;
+}
+inline constexpr QuadIndex kQuadIndex = make_quad_index();
+
+// Lane j = (code b of lane j of `quads`) * 2^24 as float, exact.
+inline __m512 quad_code_x2p24(__m512i quads, int b) {
+  constexpr __mmask64 kTopBytes = 0x8888888888888888ull;
+  if (b == 3) return _mm512_cvtepi32_ps(_mm512_maskz_mov_epi8(kTopBytes, quads));
+  return _mm512_cvtepi32_ps(_mm512_maskz_permutexvar_epi8(kTopBytes, _mm512_load_si512(kQuadIndex.idx[b]), quads));
+}
+
 #endif  // __AVX512VBMI__
 
 
