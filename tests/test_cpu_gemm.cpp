@@ -199,13 +199,13 @@ std::vector<float> edge_activations(int64_t count, uint64_t seed) {
   return x;
 }
 
-TEST_CASE("cpu gemm mode f32 decode variants tile and spread equal ref::gemm_f32 bitwise, q8 q4, M 1..3, N 1/33/257/1000, K 32..2048, edge activations, avx512vnni") {
+TEST_CASE("cpu gemm mode f32 decode variants tile, spread and spread_burst equal ref::gemm_f32 bitwise, q8 q4, M 1..3, N 1/33/257/1000, K 32..2048, edge activations, avx512vnni") {
   if (!cpu::isa_runnable(cpu::Isa::kAvx512vnni)) {
     MESSAGE("avx512vnni is not runnable here: only the tile path exists on the other tags");
     return;
   }
   int64_t calls = 0;
-  for (const char* variant : {"tile", "spread"}) {
+  for (const char* variant : {"tile", "spread", "spread_burst"}) {
     ::setenv("TWINBIT_CPU_F32_DECODE", variant, 1);
     auto be = cpu_backend_for(cpu::Isa::kAvx512vnni);
     ::unsetenv("TWINBIT_CPU_F32_DECODE");
@@ -248,12 +248,13 @@ TEST_CASE("cpu backend: TWINBIT_CPU_F32_DECODE unknown value is INVALID_ARGUMENT
   REQUIRE_FALSE(b.ok());
   CHECK(b.status().code() == TB_INVALID_ARGUMENT);
   CHECK(b.status().message().find("fast") != std::string::npos);
-  CHECK(b.status().message().find("spread, tile") != std::string::npos);
+  CHECK(b.status().message().find("spread, tile, spread_burst") != std::string::npos);
   auto ok = create_cpu_backend();
   REQUIRE(ok.ok());
   tb_error err{};
   CHECK(cpu::set_f32_decode(ok->raw(), "tile", &err) == TB_OK);
   CHECK(cpu::set_f32_decode(ok->raw(), "spread", &err) == TB_OK);
+  CHECK(cpu::set_f32_decode(ok->raw(), "spread_burst", &err) == TB_OK);
   CHECK(cpu::set_f32_decode(ok->raw(), "Tile", &err) == TB_INVALID_ARGUMENT);
   CHECK(cpu::set_f32_decode(ok->raw(), nullptr, &err) == TB_INVALID_ARGUMENT);
   tb_backend other{};

@@ -357,8 +357,10 @@ Status parse_f32_decode(const char* v, const char* what, F32Decode* out) {
     *out = F32Decode::kSpread;
   } else if (std::strcmp(v, "tile") == 0) {
     *out = F32Decode::kTile;
+  } else if (std::strcmp(v, "spread_burst") == 0) {
+    *out = F32Decode::kSpreadBurst;
   } else {
-    return Error(TB_INVALID_ARGUMENT, "%s%s is not an F32 decode variant (valid: spread, tile)", what, v);
+    return Error(TB_INVALID_ARGUMENT, "%s%s is not an F32 decode variant (valid: spread, tile, spread_burst)", what, v);
   }
   return Status();
 }

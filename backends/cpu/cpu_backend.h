@@ -12,8 +12,9 @@
 //                              sse2 (default: the best one this CPU runs). A tag this CPU cannot
 //                              run gives UNAVAILABLE.
 //   TWINBIT_CPU_THREADS=<n>    threads of the arena, 1 .. 1024 (default: all hardware threads).
-//   TWINBIT_CPU_F32_DECODE=<v> how the avx512vnni F32 row kernel decodes tiles: spread (default)
-//                              or tile (cpu_kernels.h, F32Decode). Same bits; for measuring.
+//   TWINBIT_CPU_F32_DECODE=<v> how the avx512vnni F32 row kernel decodes tiles: spread (default),
+//                              tile or spread_burst (cpu_kernels.h, F32Decode). Same bits; for
+//                              measuring.
 //
 // Subnormals: the contract forbids flush-to-zero. Creation and every operation (inside the
 // arena, on each worker) check MXCSR; FTZ or DAZ set gives FAILED_PRECONDITION.
@@ -30,7 +31,7 @@ extern "C" tb_code tb_backend_create_cpu(uint32_t host_abi_version, tb_backend* 
                                          tb_error* err);
 
 namespace twinbit::cpu {
-// Switches the F32 decode variant ("tile" or "spread", as TWINBIT_CPU_F32_DECODE) of a backend
+// Switches the F32 decode variant ("spread", "tile" or "spread_burst", as TWINBIT_CPU_F32_DECODE) of a backend
 // made by tb_backend_create_cpu, for A/B measurements in one process. Not thread-safe against
 // operations of the same backend. INVALID_ARGUMENT naming the value if `backend` is not a cpu
 // backend or `name` is not a variant.

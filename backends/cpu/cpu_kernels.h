@@ -32,9 +32,12 @@ namespace twinbit::cpu {
 // How the F32 mode's row kernel (M <= 2 rows per strip) gets a tile's codes into column lanes on
 // the avx512vnni tag (other tags have one way). Both give the same bits; they differ in speed.
 //   kTile:   3-stage VBMI byte transpose stored to L1, then vpmovsxbd + vcvtdq2ps per 16 codes.
-//   kSpread: 2 stages, then one zero-masked vpermt2b straight into dword lanes (code * 2^24) and
-//            vcvtdq2ps, with the activation pre-scaled by 2^-24 (see cpu_kernels_x86.hpp).
-enum class F32Decode : uint8_t { kTile, kSpread };
+//   kSpread: dword transpose (vpermt2d), then one zero-masked vpermb per 16 codes into the top
+//            byte of dword lanes (code * 2^24) and vcvtdq2ps, with the activation pre-scaled by
+//            2^-24 (see cpu_kernels_x86.hpp); the next tiles' prefetches issued a few lines per
+//            k step.
+//   kSpreadBurst: kSpread with each tile's prefetches issued all at once before it (as kTile).
+enum class F32Decode : uint8_t { kTile, kSpread, kSpreadBurst };
 
 // One gemm call as the kernels see it. Shapes in (dims) comments; all pointers are borrowed.
 struct GemmParams {

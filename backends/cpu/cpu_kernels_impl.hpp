@@ -130,7 +130,9 @@ void f32_groups_tile(const GemmParams& p, int64_t strip, int64_t g0, int gs, con
 // fma operands as real numbers (code * 2^24 times x * 2^-24), so the same bits. Returns false,
 // having done nothing, when some x * 2^-24 of these groups is not exact; the caller then takes
 // the tile path for them.
-template <int NR, int GS>
+// kSpreadPrefetch: the next tiles' software prefetches are issued a few at a time inside the k
+// loop instead of all 16 lines of a tile before it (see F32Decode::kSpread).
+template <int NR, int GS, bool kSpreadPrefetch>
 bool f32_groups_spread(const GemmParams& p, int64_t strip, int64_t g0, int gs, const float* const* xr,
                        SliceAccumulator<Isa::kAvx512vnni, NR>& acc) {
   using F = FBatch<Isa::kAvx512vnni>;
@@ -154,7 +156,7 @@ bool f32_groups_spread(const GemmParams& p, int64_t strip, int64_t g0, int gs, c
   alignas(64) float ws[GS][32];
   for (int j = 0; j < GS; ++j) {
     const int64_t tile = strip * p.ngroups + g0 + (j < gs ? j : 0);
-    prefetch_ahead(p.codes + tile * tb, tb);
+    if (!kSpreadPrefetch) prefetch_ahead(p.codes + tile * tb, tb);
     spread_tile_to_quads(p.codes + tile * tb, p.prec, st[j]);
     load_scales32<Isa::kAvx512vnni>(p.scales + tile * 32, ws[j]);
   }
@@ -162,7 +164,17 @@ bool f32_groups_spread(const GemmParams& p, int64_t strip, int64_t g0, int gs, c
   for (int j = 0; j < GS; ++j) {
     for (int r = 0; r < NR; ++r) dot[j][r][0] = dot[j][r][1] = _mm512_setzero_ps();
   }
+  // The GS tiles kPrefetchTiles ahead: GS * tb / 64 lines, tb / 256 per q step and group.
+  const char* ahead = reinterpret_cast<const char*>(p.codes + (strip * p.ngroups + g0 + kPrefetchTiles) * tb);
+  const int64_t lines_per_q = tb / 512;  // per q step, per group: q8 2, q4 1 lines
   for (int q = 0; q < 8; ++q) {  // k = 4q .. 4q+3: the same registers
+    if constexpr (kSpreadPrefetch && kPrefetchTiles > 0) {
+      for (int j = 0; j < GS; ++j) {
+        for (int64_t l = 0; l < lines_per_q; ++l) {
+          _mm_prefetch(ahead + j * tb + (q * lines_per_q + l) * 64, TWINBIT_CPU_PREFETCH_HINT);
+        }
+      }
+    }
     __m512i src[GS][2];          // (groups, halves)
     for (int j = 0; j < GS; ++j) {
       for (int h = 0; h < 2; ++h) src[j][h] = _mm512_load_si512(st[j] + 64 * (h * 8 + q));
@@ -201,7 +213,8 @@ void gemm_f32_strip(const GemmParams& p, int64_t strip, int64_t row0) {
     const int gs = static_cast<int>(std::min<int64_t>(GS, p.ngroups - g0));
 #if defined(__AVX512VBMI__)
     if constexpr (I == Isa::kAvx512vnni && NR <= 2) {
-      if (p.f32_decode == F32Decode::kSpread && f32_groups_spread<NR, GS>(p, strip, g0, gs, xr, acc)) continue;
+      if (p.f32_decode == F32Decode::kSpread && f32_groups_spread<NR, GS, true>(p, strip, g0, gs, xr, acc)) continue;
+      if (p.f32_decode == F32Decode::kSpreadBurst && f32_groups_spread<NR, GS, false>(p, strip, g0, gs, xr, acc)) continue;
     }
 #endif
     f32_groups_tile<I, NR, GS>(p, strip, g0, gs, xr, acc);
