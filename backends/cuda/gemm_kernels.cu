@@ -22,6 +22,11 @@ constexpr int kRowTile = 8;                        // rows per block when M > 1
 constexpr int kRowTileLarge = 16;                  // a measured alternative (GemmLaunch::row_tile)
 constexpr float kQ8Bias = 8388736.0f;              // 2^23 + 128: (2^23 + (code ^ 0x80)) - bias
 constexpr float kQ4Bias = 8388616.0f;              // 2^23 + 8:   (2^23 + nibble) - bias
+// Partial reads in flight per folding thread: 32 in the merged decode kernel (small shapes, where
+// nsplit reaches 64-192 and each batch is one L2 round trip on the critical path), 16 elsewhere
+// (ptxas: 54-64 vs 40-48 registers at one row; lm_head's 4 slices need no more).
+template <bool kMerge>
+constexpr int kFoldBatch = kMerge ? 32 : 16;
 
 struct Params {
   const uint8_t* codes;     // (np/32, ngroups, 32 cols, 32 k) int8 | (.., 32 cols, 16 bytes) q4
@@ -133,6 +138,22 @@ __device__ __forceinline__ void codes_to_i8x4(const Tile& t, int (&w)[8]) {
   }
 }
 
+// The exact int32 dot of one group: 32 int8 codes against 32 int8 activations (two int4 of
+// shared memory), |sum| <= 32 * 127 * 127.
+__device__ __forceinline__ int group_dot_i8(const int (&w)[8], const int4* xr) {
+  const int4 x0 = xr[0], x1 = xr[1];
+  int isum = 0;
+  isum = __dp4a(w[0], x0.x, isum);
+  isum = __dp4a(w[1], x0.y, isum);
+  isum = __dp4a(w[2], x0.z, isum);
+  isum = __dp4a(w[3], x0.w, isum);
+  isum = __dp4a(w[4], x1.x, isum);
+  isum = __dp4a(w[5], x1.y, isum);
+  isum = __dp4a(w[6], x1.z, isum);
+  isum = __dp4a(w[7], x1.w, isum);
+  return isum;
+}
+
 // Shared staging of one slice chunk's activations, for MT rows.
 template <int MT>
 struct XStage {
@@ -198,17 +219,7 @@ __device__ __forceinline__ void accumulate_group(const Tile& t, const XStage<MT>
 #pragma unroll
     for (int r = 0; r < MT; ++r) {
       if (r < rows) {
-        const int4* xr = reinterpret_cast<const int4*>(&s.xq[r][gl * 8]);
-        const int4 x0 = xr[0], x1 = xr[1];
-        int isum = 0;  // exact: |isum| <= 32 * 127 * 127
-        isum = __dp4a(w[0], x0.x, isum);
-        isum = __dp4a(w[1], x0.y, isum);
-        isum = __dp4a(w[2], x0.z, isum);
-        isum = __dp4a(w[3], x0.w, isum);
-        isum = __dp4a(w[4], x1.x, isum);
-        isum = __dp4a(w[5], x1.y, isum);
-        isum = __dp4a(w[6], x1.z, isum);
-        isum = __dp4a(w[7], x1.w, isum);
+        const int isum = group_dot_i8(w, reinterpret_cast<const int4*>(&s.xq[r][gl * 8]));
         const float t_g = __fmul_rn(ws, s.xd[r][gl]);
         a[r] = __fmaf_rn(__int2float_rn(isum), t_g, a[r]);
       }
@@ -217,9 +228,9 @@ __device__ __forceinline__ void accumulate_group(const Tile& t, const XStage<MT>
 }
 
 // kMerge (decode of small shapes only): the block runs several slices, storing each partial as
-// its last group completes, and issues its first weight loads before staging the activations.
-// Without it the kernel keeps the leaner single-slice form (ptxas: 48 vs 64+ registers at MT = 1).
-template <tb_prec P, tb_act_mode A, int MT, bool kI2F, bool kMerge>
+// its last group completes. kDepth: weight tiles in flight per warp ahead of the one being
+// computed (a register ring; decode only, where nothing else hides the DRAM latency).
+template <tb_prec P, tb_act_mode A, int MT, bool kI2F, bool kMerge, int kDepth>
 __global__ void __launch_bounds__(kThreads) gemm_kernel(const Params p) {
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int64_t b = blockIdx.x;  // row tile fastest: the tiles of one strip run together (L2 reuse)
@@ -247,34 +258,42 @@ __global__ void __launch_bounds__(kThreads) gemm_kernel(const Params p) {
 
   for (int c0 = gbeg; c0 < gend; c0 += kChunkGroups) {
     const int cn = min(kChunkGroups, gend - c0);
-    // kMerge: the first loads do not depend on the activations, so they are issued before the
-    // staging (small shapes are latency chains: one round trip saved per block).
     const int64_t tile0 = static_cast<int64_t>(strip) * p.ngroups + c0;
-    Tile cur;
-    if constexpr (kMerge) {
-      if (active) cur = load_tile<P>(p, tile0, lane);
+    // The first loads do not depend on the activations, so they are issued before the staging
+    // (small shapes are latency chains: one round trip saved per block).
+    Tile ring[kDepth];
+    if (active) {
+#pragma unroll
+      for (int i = 0; i < kDepth; ++i) {
+        if (i < cn) ring[i] = load_tile<P>(p, tile0 + i, lane);
+      }
     }
     __syncthreads();
     stage_chunk<A, MT>(p, stage, m0, rows, c0, cn);
     __syncthreads();
     if (active) {
-      if constexpr (!kMerge) cur = load_tile<P>(p, tile0, lane);
-      for (int gl = 0; gl < cn; ++gl) {
-        Tile next = cur;  // the next group's loads are in flight while this one is computed
-        if (gl + 1 < cn) next = load_tile<P>(p, tile0 + gl + 1, lane);
-        accumulate_group<P, A, MT, kI2F>(cur, stage, gl, rows, a);  // ascending g
-        if constexpr (kMerge) {
-          if (c0 + gl + 1 == z_end) {  // slice z complete: its partial
+#pragma unroll 1
+      for (int g0 = 0; g0 < cn; g0 += kDepth) {
 #pragma unroll
-            for (int r = 0; r < MT; ++r) {
-              if (r < rows) p.partial[(static_cast<int64_t>(z) * p.m + m0 + r) * p.np + col] = a[r];
-              a[r] = 0.0f;
+        for (int i = 0; i < kDepth; ++i) {
+          const int gl = g0 + i;
+          if (gl < cn) {
+            const Tile cur = ring[i];  // later groups' loads stay in flight while this one runs
+            if (gl + kDepth < cn) ring[i] = load_tile<P>(p, tile0 + gl + kDepth, lane);
+            accumulate_group<P, A, MT, kI2F>(cur, stage, gl, rows, a);  // ascending g
+            if constexpr (kMerge) {
+              if (c0 + gl + 1 == z_end) {  // slice z complete: its partial
+#pragma unroll
+                for (int r = 0; r < MT; ++r) {
+                  if (r < rows) p.partial[(static_cast<int64_t>(z) * p.m + m0 + r) * p.np + col] = a[r];
+                  a[r] = 0.0f;
+                }
+                ++z;
+                if (z < z_last) z_end = static_cast<int>(twinbit::slice_end(p.ngroups, p.nsplit, z));
+              }
             }
-            ++z;
-            if (z < z_last) z_end = static_cast<int>(twinbit::slice_end(p.ngroups, p.nsplit, z));
           }
         }
-        cur = next;
       }
     }
   }
@@ -296,34 +315,42 @@ __global__ void __launch_bounds__(kThreads) gemm_kernel(const Params p) {
     }
     return;
   }
-  __threadfence();  // partials visible device-wide before this block is counted
+  // Last-block detection as in a grid barrier: the block's partial stores are ordered before
+  // thread 0's device-scope fence by the block barrier, and the fence before the count.
   __syncthreads();
   const int64_t counter = static_cast<int64_t>(sb) * p.row_tiles + mt;
   if (threadIdx.x == 0) {
+    __threadfence();
     const unsigned done = static_cast<unsigned>(z_last - z_first);  // slices this block finished
     is_last = atomicAdd(&p.counters[counter], done) + done == static_cast<unsigned>(p.nsplit);
+    if (is_last) __threadfence();  // acquire: every other block's partials before the reads
   }
   __syncthreads();
   if (!is_last) return;
-  __threadfence();
   // The last block folds the 4 strips x rows of this tile: out = +0 + a[0] + a[1] + ... (ascending z).
   const int fcol = sb * kThreads + threadIdx.x;
   if (fcol < p.n) {
     const int64_t zstride = p.m * p.np;
+#pragma unroll 1
     for (int r = 0; r < rows; ++r) {
-      const float* src = p.partial + (m0 + r) * p.np + fcol;
+      const float* src = p.partial + (m0 + r) * p.np + fcol;  // advanced by zstride per slice
       float out = 0.0f;
-      int zz = 0;
-      // Loads in batches of 16 (all in flight at once), adds strictly in ascending z: a plain
-      // loop would serialise nsplit L2 round trips (64 at q/o: several microseconds).
-      for (; zz + 8 <= p.nsplit; zz += 8) {
-        float v[8];
+      // All kFoldBatch loads in flight at once, then the adds strictly in ascending z: each batch
+      // costs one L2 round trip: the fold of nsplit slices costs ceil(nsplit / batch) of them.
+#pragma unroll 1
+      for (int z0 = 0; z0 < p.nsplit; z0 += kFoldBatch<kMerge>) {
+        const int cnt = min(kFoldBatch<kMerge>, p.nsplit - z0);
+        float v[kFoldBatch<kMerge>];
 #pragma unroll
-        for (int j = 0; j < 8; ++j) v[j] = __ldcg(src + (zz + j) * zstride);
+        for (int j = 0; j < kFoldBatch<kMerge>; ++j) {
+          if (j < cnt) v[j] = __ldcg(src);
+          src += zstride;
+        }
 #pragma unroll
-        for (int j = 0; j < 8; ++j) out = __fadd_rn(out, v[j]);
+        for (int j = 0; j < kFoldBatch<kMerge>; ++j) {
+          if (j < cnt) out = __fadd_rn(out, v[j]);
+        }
       }
-      for (; zz < p.nsplit; ++zz) out = __fadd_rn(out, __ldcg(src + zz * zstride));
       p.y[(m0 + r) * p.n + fcol] = out;
     }
   }
@@ -333,7 +360,7 @@ __global__ void __launch_bounds__(kThreads) gemm_kernel(const Params p) {
 // ---- decode of small shapes: the slices of a strip folded inside one thread-block cluster ----
 
 constexpr int kClusterMax = 8;          // the portable cluster size on sm_90
-constexpr int kFoldBatch = 16;          // partial reads in flight per folding lane
+constexpr int kClusterFoldBatch = 16;   // partial reads in flight per folding lane
 
 struct ClusterParams {
   const uint8_t* codes;     // as Params
@@ -419,17 +446,7 @@ __global__ void __launch_bounds__(kThreads) gemm_cluster_kernel(const ClusterPar
         } else {
           int w[8];
           codes_to_i8x4<P>(t[i], w);
-          const int4* xr = reinterpret_cast<const int4*>(&xqs[gl * 8]);
-          const int4 x0 = xr[0], x1 = xr[1];
-          int isum = 0;  // exact: |isum| <= 32 * 127 * 127
-          isum = __dp4a(w[0], x0.x, isum);
-          isum = __dp4a(w[1], x0.y, isum);
-          isum = __dp4a(w[2], x0.z, isum);
-          isum = __dp4a(w[3], x0.w, isum);
-          isum = __dp4a(w[4], x1.x, isum);
-          isum = __dp4a(w[5], x1.y, isum);
-          isum = __dp4a(w[6], x1.z, isum);
-          isum = __dp4a(w[7], x1.w, isum);
+          const int isum = group_dot_i8(w, reinterpret_cast<const int4*>(&xqs[gl * 8]));
           a = __fmaf_rn(__int2float_rn(isum), __fmul_rn(ws, xds[gl]), a);
         }
         if (gb + i + 1 == z_end) {  // slice complete: its partial, and a fresh accumulator
@@ -449,10 +466,10 @@ __global__ void __launch_bounds__(kThreads) gemm_cluster_kernel(const ClusterPar
     float out = 0.0f;
     int fj = 0, fzl = 0, fzn = warp_slice_begin(p, 1);  // owner warp, its local slice, its count
     const float* src = cluster.map_shared_rank(&part[fs % kStripsPerBlock][0][lane], fs / kStripsPerBlock);
-    for (int z0 = 0; z0 < p.nsplit; z0 += kFoldBatch) {
-      float v[kFoldBatch];
+    for (int z0 = 0; z0 < p.nsplit; z0 += kClusterFoldBatch) {
+      float v[kClusterFoldBatch];
 #pragma unroll
-      for (int i = 0; i < kFoldBatch; ++i) {  // all reads in flight, then the adds in order
+      for (int i = 0; i < kClusterFoldBatch; ++i) {  // all reads in flight, then the adds in order
         if (z0 + i < p.nsplit) {
           v[i] = src[fzl * 32];
           if (++fzl == fzn) {  // next owner: cluster warp (fj + 1) * S + fs
@@ -467,7 +484,7 @@ __global__ void __launch_bounds__(kThreads) gemm_cluster_kernel(const ClusterPar
         }
       }
 #pragma unroll
-      for (int i = 0; i < kFoldBatch; ++i) {
+      for (int i = 0; i < kClusterFoldBatch; ++i) {
         if (z0 + i < p.nsplit) out = __fadd_rn(out, v[i]);
       }
     }
@@ -479,17 +496,27 @@ __global__ void __launch_bounds__(kThreads) gemm_cluster_kernel(const ClusterPar
 
 using KernelFn = void (*)(Params);
 
-template <int MT, bool kMerge>
+template <int MT, bool kMerge, int kDepth>
 KernelFn pick_kernel(tb_prec prec, tb_act_mode mode, CodeConvert cv) {
   if (mode == TB_ACT_F32) {
     if (prec == TB_PREC_Q8) {
-      return cv == CodeConvert::kI2F ? gemm_kernel<TB_PREC_Q8, TB_ACT_F32, MT, true, kMerge>
-                                     : gemm_kernel<TB_PREC_Q8, TB_ACT_F32, MT, false, kMerge>;
+      if constexpr (kDepth == 1) {  // the I2F measurement switch exists at depth 1 only
+        if (cv == CodeConvert::kI2F) return gemm_kernel<TB_PREC_Q8, TB_ACT_F32, MT, true, kMerge, 1>;
+      }
+      return gemm_kernel<TB_PREC_Q8, TB_ACT_F32, MT, false, kMerge, kDepth>;
     }
-    return gemm_kernel<TB_PREC_Q4, TB_ACT_F32, MT, false, kMerge>;
+    return gemm_kernel<TB_PREC_Q4, TB_ACT_F32, MT, false, kMerge, kDepth>;
   }
-  return prec == TB_PREC_Q8 ? gemm_kernel<TB_PREC_Q8, TB_ACT_I8, MT, false, kMerge>
-                            : gemm_kernel<TB_PREC_Q4, TB_ACT_I8, MT, false, kMerge>;
+  return prec == TB_PREC_Q8 ? gemm_kernel<TB_PREC_Q8, TB_ACT_I8, MT, false, kMerge, kDepth>
+                            : gemm_kernel<TB_PREC_Q4, TB_ACT_I8, MT, false, kMerge, kDepth>;
+}
+
+// Decode kernels (one row) at prefetch depth 1 or 2; prefill kernels at depth 1.
+KernelFn pick_decode_kernel(bool merge, int depth, tb_prec prec, tb_act_mode mode, CodeConvert cv) {
+  if (depth == 2 && cv != CodeConvert::kI2F) {
+    return merge ? pick_kernel<1, true, 2>(prec, mode, cv) : pick_kernel<1, false, 2>(prec, mode, cv);
+  }
+  return merge ? pick_kernel<1, true, 1>(prec, mode, cv) : pick_kernel<1, false, 1>(prec, mode, cv);
 }
 
 using ClusterKernelFn = void (*)(ClusterParams);
@@ -554,8 +581,8 @@ int max_warp_groups(int64_t ngroups, int64_t nsplit, int q) {
 // ties.
 Result<ClusterPlan> plan_cluster(const DeviceStrips& w, tb_act_mode mode, int64_t nsplit) {
   static std::mutex mu;
-  static std::map<std::tuple<int64_t, int64_t, int, int>, ClusterPlan> cache;
-  const auto key = std::make_tuple(w.np, w.kp, static_cast<int>(w.prec), static_cast<int>(mode));
+  static std::map<std::tuple<int64_t, int64_t, int, int, int64_t>, ClusterPlan> cache;
+  const auto key = std::make_tuple(w.np, w.kp, static_cast<int>(w.prec), static_cast<int>(mode), nsplit);
   {
     std::lock_guard<std::mutex> lock(mu);
     if (auto it = cache.find(key); it != cache.end()) return it->second;
@@ -677,7 +704,21 @@ Status launch_gemm(const DeviceStrips& w, const GemmLaunch& a, cudaStream_t stre
                  static_cast<int>(a.mode));
   }
   const int64_t ngroups = w.kp / 32, nstrips = w.np / 32;
-  const int64_t nsplit = split_plan(w.n, w.k);
+  const int64_t contract_nsplit = split_plan(w.n, w.k);
+  // A measurement override (benchmark only: other bits than the contract) may only lower the
+  // slice count, so the workspace sized for the contract still holds its partials.
+  if (a.nsplit_override < 0 || a.nsplit_override > contract_nsplit) {
+    return Error(TB_INVALID_ARGUMENT, "gemm launch: nsplit override %lld outside 0 .. %lld",
+                 static_cast<long long>(a.nsplit_override), static_cast<long long>(contract_nsplit));
+  }
+  const int64_t nsplit = a.nsplit_override > 0 ? a.nsplit_override : contract_nsplit;
+  if (a.prefetch < 0 || a.prefetch > 2) {
+    return Error(TB_INVALID_ARGUMENT, "gemm launch: prefetch depth %d (expected 0 = automatic, 1 or 2)",
+                 a.prefetch);
+  }
+  // Tiles in flight ahead per warp at decode. q4 tiles are half the bytes of q8 ones, so q4 keeps
+  // two ahead to hold as many bytes in flight per warp as q8 does with one.
+  const int depth = a.prefetch > 0 ? a.prefetch : (w.prec == TB_PREC_Q4 ? 2 : 1);
   if (a.cluster_fold && a.m == 1 && nsplit > 1) {
     auto cp = plan_cluster(w, a.mode, nsplit);
     if (!cp.ok()) return cp.status();
@@ -686,9 +727,9 @@ Status launch_gemm(const DeviceStrips& w, const GemmLaunch& a, cudaStream_t stre
   const int mt = row_tile_for(a.m, w.np, a.mode, a.row_tile);
   const int64_t row_tiles = ceil_div(a.m, mt);
   const int64_t strip_blocks = ceil_div(nstrips, kStripsPerBlock);
-  const KernelFn single = mt == 1 ? pick_kernel<1, false>(w.prec, a.mode, a.convert)
-                         : mt == kRowTile ? pick_kernel<kRowTile, false>(w.prec, a.mode, a.convert)
-                                          : pick_kernel<kRowTileLarge, false>(w.prec, a.mode, a.convert);
+  const KernelFn single = mt == 1 ? pick_decode_kernel(false, depth, w.prec, a.mode, a.convert)
+                         : mt == kRowTile ? pick_kernel<kRowTile, false, 1>(w.prec, a.mode, a.convert)
+                                          : pick_kernel<kRowTileLarge, false, 1>(w.prec, a.mode, a.convert);
   auto slots = resident_blocks(single);
   if (!slots.ok()) return slots.status();
   // Small decode shapes have many slices of one or two groups: a block then runs several
@@ -702,7 +743,7 @@ Status launch_gemm(const DeviceStrips& w, const GemmLaunch& a, cudaStream_t stre
   // 82.7 us merged, same run), so it merges only short slices (small shapes: 1-2 groups).
   const bool long_q4_f32 = w.prec == TB_PREC_Q4 && a.mode == TB_ACT_F32 && ngroups / nsplit >= 8;
   if (a.merge_slices && !long_q4_f32 && mt == 1 && nsplit > 1 && blocks_per_slice * nsplit > *slots) {
-    const KernelFn merged = pick_kernel<1, true>(w.prec, a.mode, a.convert);
+    const KernelFn merged = pick_decode_kernel(true, depth, w.prec, a.mode, a.convert);
     auto merged_slots = resident_blocks(merged);
     if (!merged_slots.ok()) return merged_slots.status();
     const int64_t spb = ceil_div(blocks_per_slice * nsplit, *merged_slots);

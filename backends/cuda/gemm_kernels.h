@@ -74,6 +74,10 @@ struct GemmLaunch {
                                  // (false, the default: global partials, counter, last-block
                                  // fold; the cluster fold measured slower on the H200, see
                                  // docs/results/cuda-2026-11-29-round2.md)
+  int prefetch = 0;              // decode: weight tiles in flight ahead per warp; 0 = automatic
+                                 // (q8 1, q4 2), 1 or 2 forces one
+  int64_t nsplit_override = 0;   // MEASUREMENT ONLY (other bits than the contract): 0 = split_plan;
+                                 // 1 .. split_plan(N, K) runs that many slices instead
 };
 
 // Most rows one launch takes (row tiles index the grid; callers loop over larger M).

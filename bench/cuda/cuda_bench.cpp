@@ -62,6 +62,41 @@ Result<double> time_events(cudaStream_t s, int warmup, int reps, const std::func
   return median(us);
 }
 
+// Median device time (µs) of each variant, interleaved: rep i launches every variant once, in
+// turn, each bracketed by its own events (so drift and warm-up hit all variants alike).
+// `launch(v, j)` runs variant v as the j-th launch overall (j picks the weight copy).
+Result<std::vector<double>> time_events_interleaved(cudaStream_t s, int warmup, int reps, int variants,
+                                                    const std::function<Status(int, int)>& launch) {
+  int j = 0;
+  for (int i = 0; i < warmup; ++i) {
+    for (int v = 0; v < variants; ++v) TB_RETURN_IF_ERROR(launch(v, j++));
+  }
+  std::vector<cudaEvent_t> ev(2 * static_cast<size_t>(reps * variants));
+  for (auto& e : ev) TB_CUDA_TRY(cudaEventCreate(&e));
+  for (int i = 0; i < reps; ++i) {
+    for (int v = 0; v < variants; ++v) {
+      const size_t e = 2 * static_cast<size_t>(i * variants + v);
+      TB_CUDA_TRY(cudaEventRecord(ev[e], s));
+      TB_RETURN_IF_ERROR(launch(v, j++));
+      TB_CUDA_TRY(cudaEventRecord(ev[e + 1], s));
+    }
+  }
+  TB_CUDA_TRY(cudaStreamSynchronize(s));
+  std::vector<double> out(variants);
+  for (int v = 0; v < variants; ++v) {
+    std::vector<double> us(reps);
+    for (int i = 0; i < reps; ++i) {
+      float ms = 0;
+      const size_t e = 2 * static_cast<size_t>(i * variants + v);
+      TB_CUDA_TRY(cudaEventElapsedTime(&ms, ev[e], ev[e + 1]));
+      us[i] = ms * 1e3;
+    }
+    out[v] = median(us);
+  }
+  for (auto& e : ev) cudaEventDestroy(e);
+  return out;
+}
+
 // Host wall time (µs) of `call()`, median.
 Result<double> time_host(int warmup, int reps, const std::function<Status()>& call) {
   for (int i = 0; i < warmup; ++i) TB_RETURN_IF_ERROR(call());
@@ -238,6 +273,13 @@ Status run_cuda(const Options& opt, std::vector<Case>& out) {
   });
   if (!empty.ok()) return empty.status();
   std::printf("empty launch + synchronise: %.2f us (median)\n", *empty);
+  auto empty_dev = time_events(s, 20, opt.quick ? 100 : 1000, [&](int) {
+    TB_CUDA_TRY(launch_empty(s));
+    return Status();
+  });
+  if (!empty_dev.ok()) return empty_dev.status();
+  std::printf("empty kernel between two events: %.2f us (median; the fixed part of every kernel_us)\n",
+              *empty_dev);
   std::printf("%-8s %3s %-3s %-3s %10s %9s %7s %8s %9s %10s  %s\n", "shape", "M", "prc", "act",
               "kernel_us", "floor_us", "%copy", "GB/s", "cublas_us", "source_us", "note");
 
@@ -298,27 +340,49 @@ Status run_cuda(const Options& opt, std::vector<Case>& out) {
         TB_CUDA_TRY(cudaMemcpy(dq.p, hq.data(), hq.size(), cudaMemcpyHostToDevice));
         TB_CUDA_TRY(cudaMemcpy(dd.p, hd.data(), hd.size() * 4, cudaMemcpyHostToDevice));
         for (tb_act_mode mode : {TB_ACT_F32, TB_ACT_I8}) {
-          auto kernel_us = [&](cuda::CodeConvert cv, int row_tile = 0, bool merge = true,
-                               bool cluster = false) {
-            return time_events(s, 5, reps, [&](int i) {
-              cuda::GemmLaunch a;
-              a.mode = mode;
-              a.m = m;
-              a.x = static_cast<const float*>(dx.p);
-              a.xq = static_cast<const int8_t*>(dq.p);
-              a.xd = static_cast<const float*>(dd.p);
-              a.y = static_cast<float*>(dy.p);
-              a.partial = static_cast<float*>(dpart.p);
-              a.counters = static_cast<unsigned*>(dcnt.p);
-              a.convert = cv;
-              a.row_tile = row_tile;
-              a.merge_slices = merge;
-              a.cluster_fold = cluster;
-              return cuda::launch_gemm(devs[i % copies], a, s);
-            });
+          // The default launch first, then the measured alternatives, all timed interleaved.
+          struct KernelVariant {
+            std::string name;
+            std::function<void(cuda::GemmLaunch&)> set;
           };
-          auto us = kernel_us(cuda::CodeConvert::kBytePermute);
-          if (!us.ok()) return us.status();
+          std::vector<KernelVariant> vs = {{"", [](cuda::GemmLaunch&) {}}};
+          if (mode == TB_ACT_F32 && prec == TB_PREC_Q8 && (m == 1 || sh.n == 151936)) {
+            vs.push_back({"i2f", [](cuda::GemmLaunch& a) { a.convert = cuda::CodeConvert::kI2F; }});
+          }
+          if (m == 1) {
+            const int other = prec == TB_PREC_Q4 ? 1 : 2;  // the depth the default does not use
+            vs.push_back({Format("prefetch%d", other), [other](cuda::GemmLaunch& a) { a.prefetch = other; }});
+            vs.push_back({"unmerged", [](cuda::GemmLaunch& a) { a.merge_slices = false; }});
+            vs.push_back({"clusterfold", [](cuda::GemmLaunch& a) { a.cluster_fold = true; }});
+          }
+          // Candidate split rules with slices of at least G groups (other bits than the contract:
+          // timing only): nsplit = min(split_plan, max(1, ngroups / G)).
+          const int64_t contract = split_plan(sh.n, sh.k);
+          for (int64_t g : {2, 4, 8}) {
+            const int64_t cand = std::min<int64_t>(contract, std::max<int64_t>(1, sh.k / 32 / g));
+            if (cand == contract) continue;
+            vs.push_back({Format("minslice%lld_nsplit%lld", static_cast<long long>(g), static_cast<long long>(cand)),
+                          [cand](cuda::GemmLaunch& a) { a.nsplit_override = cand; }});
+          }
+          if (m >= 16 && prec == TB_PREC_Q8) {  // both row tiles against the default choice
+            for (int rt : {8, 16}) {
+              vs.push_back({Format("rowtile%d", rt), [rt](cuda::GemmLaunch& a) { a.row_tile = rt; }});
+            }
+          }
+          auto times = time_events_interleaved(s, 3, reps, static_cast<int>(vs.size()), [&](int v, int j) {
+            cuda::GemmLaunch a;
+            a.mode = mode;
+            a.m = m;
+            a.x = static_cast<const float*>(dx.p);
+            a.xq = static_cast<const int8_t*>(dq.p);
+            a.xd = static_cast<const float*>(dd.p);
+            a.y = static_cast<float*>(dy.p);
+            a.partial = static_cast<float*>(dpart.p);
+            a.counters = static_cast<unsigned*>(dcnt.p);
+            vs[v].set(a);
+            return cuda::launch_gemm(devs[j % copies], a, s);
+          });
+          if (!times.ok()) return times.status();
           Case c;
           c.shape = sh.name;
           c.k = sh.k;
@@ -326,36 +390,14 @@ Status run_cuda(const Options& opt, std::vector<Case>& out) {
           c.m = m;
           c.prec = prec == TB_PREC_Q8 ? "q8" : "q4";
           c.mode = mode == TB_ACT_F32 ? "f32" : "i8";
-          c.us = *us;
+          c.us = (*times)[0];
           c.floor_us = bytes / (*floor * 1e3);
           c.ratio = c.us / c.floor_us;
           c.gbps = bytes / (c.us * 1e3);
-          if (mode == TB_ACT_F32) {
-            // The source engine ran q4 as int8 codes through the same kernel: its q8 time stands.
-            c.peer_us = pt.peer_us;
-            c.baseline_us = pt.baseline_us;
-          } else {
-            c.peer_us = pt.peer_us;
-          }
-          if (mode == TB_ACT_F32 && prec == TB_PREC_Q8 && (m == 1 || sh.n == 151936)) {
-            auto i2f = kernel_us(cuda::CodeConvert::kI2F);
-            if (!i2f.ok()) return i2f.status();
-            c.note += Format("i2f_us=%.2f ", *i2f);
-          }
-          if (m == 1) {  // the cluster fold, and one slice per block (global fold)
-            auto cluster = kernel_us(cuda::CodeConvert::kBytePermute, 0, true, true);
-            if (!cluster.ok()) return cluster.status();
-            auto single = kernel_us(cuda::CodeConvert::kBytePermute, 0, false, false);
-            if (!single.ok()) return single.status();
-            c.note += Format("clusterfold_us=%.2f unmerged_us=%.2f ", *cluster, *single);
-          }
-          if (m >= 16 && prec == TB_PREC_Q8) {  // both row tiles against the default choice
-            for (int rt : {8, 16}) {
-              auto t = kernel_us(cuda::CodeConvert::kBytePermute, rt);
-              if (!t.ok()) return t.status();
-              c.note += Format("rowtile%d_us=%.2f ", rt, *t);
-            }
-          }
+          // The source engine ran q4 as int8 codes through the same kernel: its q8 time stands.
+          c.peer_us = pt.peer_us;
+          if (mode == TB_ACT_F32) c.baseline_us = pt.baseline_us;
+          for (size_t v = 1; v < vs.size(); ++v) c.note += Format("%s_us=%.2f ", vs[v].name.c_str(), (*times)[v]);
           if (mode == TB_ACT_F32 && prec == TB_PREC_Q8) {
             // The offload round trip through the public API (pinned staging, one sync per call).
             std::vector<float> y(static_cast<size_t>(m * sh.n));
