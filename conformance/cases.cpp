@@ -112,10 +112,10 @@ void add_full_sweep(CaseList& out) {
   for (int p = 0; p < 4; ++p) {
     const tb_prec prec = kPrecs[p / 2];
     const tb_act_mode mode = kModes[p % 2];
-    out.add(gemm_case(prec, mode, 1, 1100, 9000));   // B 2, 282 groups in 256 slices
-    out.add(gemm_case(prec, mode, 3, 5000, 6144));   // B 5, 192 groups in 103 slices
-    out.add(gemm_case(prec, mode, 4, 33, 17000));    // B 1, 532 groups in 512 slices
-    out.add(gemm_case(prec, mode, 2, 2080, 16500));  // B 3, 516 groups in 171 slices
+    out.add(gemm_case(prec, mode, 1, 1100, 9000));   // B 2, 282 groups in 70 slices (cap)
+    out.add(gemm_case(prec, mode, 3, 5000, 6176));   // B 5, 193 groups in 48 slices (cap)
+    out.add(gemm_case(prec, mode, 4, 33, 17040));    // B 1, 533 groups in 133 slices (cap)
+    out.add(gemm_case(prec, mode, 2, 11300, 6144));  // B 12, 192 groups in 43 slices (ceil(512/B))
   }
   add_rotated(out, {2, 9, 33, 64, 70}, {3, 33, 257, 1000}, {32, 96, 100, 2048}, true);
   for (int64_t rows : {1, 3, 31, 32, 33, 257}) {

@@ -21,16 +21,21 @@ TB_HD constexpr int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b;
 TB_HD constexpr int64_t pad32(int64_t v) { return ceil_div(v, 32) * 32; }
 TB_HD constexpr int64_t ngroups_of(int64_t k) { return ceil_div(k, 32); }
 
+// Fewest groups a slice holds (contract v1; the draft rule let slices shrink to one group).
+constexpr int64_t kMinSliceGroups = 4;
+
 // nsplit = split_plan(N, K): how many contiguous slices the group axis of every output column is
-// cut into. Draft rule from the source engine's decode geometry (NUMERICS.md "Split plan"):
-//   B = ceil(Np / 1024);  nsplit = (B < 512 && ngroups > 1) ? min(ngroups, ceil(512 / B)) : 1
-// It depends on (N, K) only - never on M - so decode and prefill give the same bits.
+// cut into (NUMERICS.md "Split plan"):
+//   B = ceil(Np / 1024);  cap = ngroups / 4;  nsplit = (B < 512 && cap > 1) ? min(cap, ceil(512 / B)) : 1
+// It depends on (N, K) only - never on M - so decode and prefill give the same bits. Retuned once
+// from the draft (cap = ngroups) on H200 measurements: one-group slices made every small
+// projection fold 64-192 partials per column (docs/results/cuda-2026-11-29-round3.md).
 TB_HD constexpr int64_t split_plan(int64_t n, int64_t k) {
-  const int64_t ng = ngroups_of(k);
+  const int64_t cap = ngroups_of(k) / kMinSliceGroups;
   const int64_t b = ceil_div(pad32(n), 1024);
-  if (b < 512 && ng > 1) {
+  if (b < 512 && cap > 1) {
     const int64_t want = ceil_div(512, b);
-    return want < ng ? want : ng;
+    return want < cap ? want : cap;
   }
   return 1;
 }

@@ -12,16 +12,27 @@ using twinbit::testing::bits;
 
 TEST_SUITE("core") {
 
-TEST_CASE("split_plan follows the draft rule for the Qwen3-VL-2B shapes") {
-  CHECK(split_plan(2048, 2048) == 64);     // q/o: B = 2, ceil(512/2) = 256 > 64 groups
-  CHECK(split_plan(1024, 2048) == 64);     // k/v: B = 1
-  CHECK(split_plan(12288, 2048) == 43);    // gate_up: B = 12, ceil(512/12) = 43
-  CHECK(split_plan(2048, 6144) == 192);    // down: 192 groups, want 256
-  CHECK(split_plan(151936, 2048) == 4);    // lm_head: B = 149, ceil(512/149) = 4
+TEST_CASE("split_plan follows the v1 rule (slices of at least 4 groups) for the Qwen3-VL-2B shapes") {
+  CHECK(split_plan(2048, 2048) == 16);     // q/o: B = 2, want 256, cap 64 / 4 = 16
+  CHECK(split_plan(1024, 2048) == 16);     // k/v: B = 1
+  CHECK(split_plan(12288, 2048) == 16);    // gate_up: B = 12, want 43, cap 16
+  CHECK(split_plan(2048, 6144) == 48);     // down: 192 groups, cap 48
+  CHECK(split_plan(151936, 2048) == 4);    // lm_head: B = 149, want ceil(512/149) = 4 (as the draft)
+  CHECK(split_plan(11300, 6144) == 43);    // B = 12: want 43 < cap 48, uneven (192 = 43 * 4 + 20)
   CHECK(split_plan(1, 32) == 1);           // one group: never split
-  CHECK(split_plan(1000, 6144) == 192);
-  CHECK(split_plan(524288, 64) == 1);      // B = 512: no split
-  CHECK(split_plan(33, 100) == 4);         // K % 32 != 0: ngroups = 4
+  CHECK(split_plan(1, 224) == 1);          // 7 groups: cap 1
+  CHECK(split_plan(1, 256) == 2);          // 8 groups: two slices of 4
+  CHECK(split_plan(1000, 6144) == 48);
+  CHECK(split_plan(524288, 2048) == 1);    // B = 512: no split
+  CHECK(split_plan(33, 100) == 1);         // K % 32 != 0: ngroups = 4, cap 1
+  CHECK(split_plan(33, 1000) == 8);        // 32 groups (the last one partial), cap 8
+  for (int64_t n : {1, 33, 1000, 12288, 151936}) {
+    for (int64_t k : {32, 100, 256, 2048, 2080, 6144, 9000}) {
+      const int64_t ns = split_plan(n, k);
+      CHECK(ns >= 1);
+      CHECK((ns == 1 || ngroups_of(k) / ns >= kMinSliceGroups));  // every slice >= 4 groups
+    }
+  }
 }
 
 TEST_CASE("slices partition the groups, remainder first") {

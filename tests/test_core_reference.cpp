@@ -89,18 +89,20 @@ TEST_CASE("gemm_f32 fused group dot: fma per step, not a rounded product") {
   CHECK(gemm1(w, x) == 1.0f + std::ldexp(1.0f, -23));
 }
 
-TEST_CASE("gemm_f32 slices: K64 has 2 slices folded as (+0 + a0) + a1") {
-  REQUIRE(split_plan(1, 64) == 2);
-  HandStrips w(TB_PREC_Q8, 1, 64);
+TEST_CASE("gemm_f32 slices: K256 has 2 slices of 4 groups folded as (+0 + a0) + a1") {
+  REQUIRE(split_plan(1, 256) == 2);
+  HandStrips w(TB_PREC_Q8, 1, 256);
   w.set(0, 0, 1);
-  w.set(0, 32, 1);
+  w.set(0, 128, 1);  // group 4: the first group of slice 1
   w.set_scale(0, 0, kHalfOne);
-  w.set_scale(0, 1, kHalfTwo);
-  std::vector<float> x(64, 0.0f);
-  x[0] = 1.0f;
-  x[32] = std::ldexp(1.0f, -24);
-  // a0 = fma(1, 1, +0) = 1; a1 = fma(2^-24, 2, +0) = 2^-23; out = 1 + 2^-23 (exact)
-  CHECK(gemm1(w, x) == 1.0f + std::ldexp(1.0f, -23));
+  w.set_scale(0, 4, 0x3C01);  // 1 + 2^-10
+  std::vector<float> x(256, 0.0f);
+  x[0] = 2.0f;
+  x[128] = 1.0f + std::ldexp(1.0f, -23);
+  // a0 = 2; a1 = round((1 + 2^-23)(1 + 2^-10)) = 1 + 2^-10 + 2^-23 (the 2^-33 term is lost);
+  // out = (+0 + 2) + a1 = 3 + 2^-10 + 2^-23: a tie at ulp 2^-22, to even -> 3 + 2^-10.
+  // One fma chain over both slices would round once: 3 + 2^-10 + 2^-22.
+  CHECK(gemm1(w, x) == 3.0f + std::ldexp(1.0f, -10));
 }
 
 TEST_CASE("gemm_f32 K33 (K % 32 != 0): activations past K are never read") {
