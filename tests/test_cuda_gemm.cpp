@@ -204,11 +204,20 @@ TEST_CASE("gpu gemm without graphs equals reference bits, q8 q4 x f32 i8, M{1,8,
   REQUIRE(cuda::set_use_graphs(cuda->raw(), true).ok());
 }
 
-TEST_CASE("gpu gemm decode M1, cluster fold + direct output vs global fold + copy-back, q8 q4 x f32 i8, (N,K) {(2048,2048),(1024,2048),(6144,2048),(12288,2048),(2048,6144),(4096,2048),(1000,96),(257,64)}") {
+TEST_CASE("gpu gemm decode M1, every decode kernel (strip blocks, slice blocks, cluster fold) x direct output or copy-back, q8 q4 x f32 i8, (N,K) {(2048,2048),(1024,2048),(6144,2048),(12288,2048),(2048,6144),(4096,2048),(11300,6144),(1000,96),(257,256),(151936,2048)}") {
   auto cuda = cuda_or_skip();
   if (!cuda) return;
-  const int64_t shapes[][2] = {{2048, 2048}, {1024, 2048}, {6144, 2048}, {12288, 2048},
-                               {2048, 6144}, {4096, 2048}, {1000, 96},   {257, 64}};
+  const int64_t shapes[][2] = {{2048, 2048}, {1024, 2048}, {6144, 2048}, {12288, 2048}, {2048, 6144},
+                               {4096, 2048}, {11300, 6144}, {1000, 96},  {257, 256},   {151936, 2048}};
+  struct Variant {
+    const char* name;
+    cuda::DecodePath path;
+    bool cluster, direct;
+  };
+  const Variant variants[] = {{"strip blocks + direct", cuda::DecodePath::kStripBlocks, false, true},
+                              {"slice blocks + copy-back", cuda::DecodePath::kSliceBlocks, false, false},
+                              {"cluster fold + direct", cuda::DecodePath::kAuto, true, true},
+                              {"auto + copy-back", cuda::DecodePath::kAuto, false, false}};
   int64_t calls = 0;
   for (tb_prec prec : {TB_PREC_Q8, TB_PREC_Q4}) {
     for (const auto& nk : shapes) {
@@ -219,9 +228,10 @@ TEST_CASE("gpu gemm decode M1, cluster fold + direct output vs global fold + cop
       for (tb_act_mode mode : {TB_ACT_F32, TB_ACT_I8}) {
         Activations a = make_activations(1, k, 5 + n + k);
         const auto want = reference(mode, 1, h.view, a);
-        for (bool cluster : {true, false}) {
-          REQUIRE(cuda::set_cluster_fold(cuda->raw(), cluster).ok());
-          REQUIRE(cuda::set_direct_output(cuda->raw(), cluster).ok());
+        for (const Variant& v : variants) {
+          REQUIRE(cuda::set_decode_path(cuda->raw(), v.path).ok());
+          REQUIRE(cuda::set_cluster_fold(cuda->raw(), v.cluster).ok());
+          REQUIRE(cuda::set_direct_output(cuda->raw(), v.direct).ok());
           for (int pass = 0; pass < 2; ++pass) {  // capture, then replay
             std::vector<float> got(want.size(), std::nanf("0x7ab"));
             const Status st = cuda->gemm(*bound, gemm_args(mode, 1, h.view, a, got.data()));
@@ -229,16 +239,16 @@ TEST_CASE("gpu gemm decode M1, cluster fold + direct output vs global fold + cop
             ++calls;
             CHECK_MESSAGE(bit_diff(want.data(), got.data(), n).first == 0,
                           std::string(prec_name(prec)) << " " << std::string(act_mode_name(mode))
-                              << " N=" << n << " K=" << k << (cluster ? " cluster+direct" : " global+copy")
-                              << " pass " << pass);
+                              << " N=" << n << " K=" << k << " " << v.name << " pass " << pass);
           }
         }
       }
     }
   }
-  REQUIRE(cuda::set_cluster_fold(cuda->raw(), false).ok());  // the defaults
+  REQUIRE(cuda::set_decode_path(cuda->raw(), cuda::DecodePath::kAuto).ok());  // the defaults
+  REQUIRE(cuda::set_cluster_fold(cuda->raw(), false).ok());
   REQUIRE(cuda::set_direct_output(cuda->raw(), true).ok());
-  MESSAGE("decode fold variants: " << calls << " calls compared with the reference");
+  MESSAGE("decode kernel variants: " << calls << " calls compared with the reference");
 }
 
 TEST_CASE("gpu gemm 8 host threads x 12 calls on shared weights, M{1,3,8,33} mixed modes, N1000 K2048") {

@@ -98,6 +98,27 @@ TEST_CASE("gpu gdn_delta equals reference bits: register twin vh48 kh16 kd128 vd
 }
 
 #ifdef TWINBIT_HAS_CUDA_BACKEND
+TEST_CASE("gpu weight-scale conversion equals fp16_to_float bitwise for all 65536 halves") {
+  auto cuda = cuda_or_skip();
+  if (!cuda) return;
+  std::vector<float> dev(65536);
+  const Status s = cuda::scales_on_device(dev.data());
+  REQUIRE_MESSAGE(s.ok(), s.to_string());
+  int64_t diffs = 0;
+  for (uint32_t h = 0; h < 65536; ++h) {
+    const float want = fp16_to_float(static_cast<uint16_t>(h));
+    if (__builtin_bit_cast(uint32_t, want) != __builtin_bit_cast(uint32_t, dev[h])) {
+      if (diffs++ < 5) {
+        MESSAGE("half 0x" << std::hex << h << ": host 0x" << __builtin_bit_cast(uint32_t, want)
+                          << " device 0x" << __builtin_bit_cast(uint32_t, dev[h]) << std::dec);
+      }
+    }
+  }
+  CHECK(diffs == 0);
+}
+#endif
+
+#ifdef TWINBIT_HAS_CUDA_BACKEND
 TEST_CASE("gpu tb_expf device bits equal host bits for all 2^32 inputs") {
   auto cuda = cuda_or_skip();
   if (!cuda) return;

@@ -154,6 +154,7 @@ struct Ctx {
   std::atomic<uint64_t> next_bind_id{1};
   std::atomic<bool> use_graphs{true};
   std::atomic<bool> cluster_fold{false};  // measured slower (GemmLaunch::cluster_fold)
+  std::atomic<int> decode_path{static_cast<int>(DecodePath::kAuto)};
   std::atomic<bool> direct_output{true};
   std::atomic<int> gdn_variant{0};
 
@@ -337,6 +338,7 @@ struct GemmPlan {
   int64_t m = 0, rows_per_launch = 0;
   size_t in_bytes = 0, out_bytes = 0, x_off_xd = 0;
   bool cluster_fold = true;
+  DecodePath decode = DecodePath::kAuto;
   float* direct_y = nullptr;  // device view of the pinned output staging, or null: copy back
 };
 
@@ -356,6 +358,7 @@ Status enqueue_gemm(Lane& l, const DeviceStrips& w, tb_act_mode mode, const Gemm
     }
     a.y = (p.direct_y ? p.direct_y : static_cast<float*>(l.d_out.p)) + r0 * w.n;
     a.cluster_fold = p.cluster_fold;
+    a.decode = p.decode;
     a.partial = static_cast<float*>(l.d_partial.p);
     a.counters = static_cast<unsigned*>(l.d_counters.p);
     TB_RETURN_IF_ERROR(launch_gemm(w, a, l.stream));
@@ -368,7 +371,7 @@ Status enqueue_gemm(Lane& l, const DeviceStrips& w, tb_act_mode mode, const Gemm
 
 Status run_gemm_graph(Lane& l, const Bound& b, tb_act_mode mode, const GemmPlan& p) {
   const GraphKey key{b.id, p.m, static_cast<int>(mode),
-                     (p.cluster_fold ? 1 : 0) | (p.direct_y ? 2 : 0)};
+                     (p.cluster_fold ? 1 : 0) | (p.direct_y ? 2 : 0) | (static_cast<int>(p.decode) << 2)};
   auto it = l.graphs.find(key);
   if (it == l.graphs.end()) {
     if (l.graphs.size() >= kMaxGraphsPerLane) l.drop_graphs();
@@ -431,6 +434,7 @@ Status gemm_impl(Ctx& c, const Bound& b, const tb_gemm_args& a) {
   }
   if (moved) l.drop_graphs();
   p.cluster_fold = c.cluster_fold.load(std::memory_order_relaxed);
+  p.decode = static_cast<DecodePath>(c.decode_path.load(std::memory_order_relaxed));
   if (c.direct_output.load(std::memory_order_relaxed) && p.out_bytes <= kMaxDirectOutputBytes) {
     if (l.h_out_mapped_of != l.h_out.p) {  // pinned memory is mapped: its device address, once
       TB_CUDA_TRY(cudaHostGetDevicePointer(&l.h_out_mapped, l.h_out.p, 0));
@@ -629,6 +633,12 @@ Status set_cluster_fold(const tb_backend& b, bool on) {
   return Status();
 }
 
+Status set_decode_path(const tb_backend& b, DecodePath path) {
+  if (!is_cuda_backend(b)) return not_cuda();
+  ctx_of(b.ctx).decode_path.store(static_cast<int>(path));
+  return Status();
+}
+
 Status set_direct_output(const tb_backend& b, bool on) {
   if (!is_cuda_backend(b)) return not_cuda();
   ctx_of(b.ctx).direct_output.store(on);
@@ -639,6 +649,23 @@ Status set_gdn_variant(const tb_backend& b, GdnVariant v) {
   if (!is_cuda_backend(b)) return not_cuda();
   ctx_of(b.ctx).gdn_variant.store(static_cast<int>(v));
   return Status();
+}
+
+Status scales_on_device(float* out) {
+  cudaStream_t s = nullptr;
+  TB_CUDA_TRY(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  float* d = nullptr;
+  Status st;
+  if (cudaMalloc(&d, 65536 * 4) != cudaSuccess) st = device_oom(65536 * 4, "scale conversions");
+  if (st.ok()) st = launch_scale_to_float_all(d, s);
+  if (st.ok()) {
+    const cudaError_t e = cudaMemcpyAsync(out, d, 65536 * 4, cudaMemcpyDeviceToHost, s);
+    const cudaError_t e2 = e == cudaSuccess ? cudaStreamSynchronize(s) : e;
+    if (e2 != cudaSuccess) st = cuda_status(e2, "scale conversions copy back", __FILE__, __LINE__);
+  }
+  if (d) cudaFree(d);
+  cudaStreamDestroy(s);
+  return st;
 }
 
 Status expf_on_device(uint32_t first_bits, uint64_t count, float* out) {

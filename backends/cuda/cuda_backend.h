@@ -33,11 +33,17 @@ Status set_use_graphs(const tb_backend& b, bool on);
 // gemm decode of small shapes: the cluster / shared-memory fold, or the global partials +
 // last-block fold (the default; GemmLaunch::cluster_fold).
 Status set_cluster_fold(const tb_backend& b, bool on);
+// gemm decode (M = 1, nsplit > 1): which kernel runs it (DecodePath; kAuto by default).
+Status set_decode_path(const tb_backend& b, DecodePath path);
 // gemm offload: outputs up to 64 KiB written by the kernel into the pinned host staging (default
 // on) or copied back by one device-to-host copy.
 Status set_direct_output(const tb_backend& b, bool on);
 // gdn_delta: kAuto (register twin for kd == vd == 128) or kGeneric always.
 Status set_gdn_variant(const tb_backend& b, GdnVariant v);
+
+// The device's weight-scale conversion (scale_to_float) of all 65536 halves into out[65536].
+// Standalone, for the exhaustive test against twinbit::fp16_to_float.
+Status scales_on_device(float* out);
 
 // tb_expf evaluated on the device for the count float bit patterns from first_bits, into host
 // memory out[count]. Standalone (own stream and buffers); for the exhaustive test.

@@ -7,27 +7,30 @@
 // folded out = +0 + a[0] + a[1] + ... in ascending z. Nothing depends on M or launch geometry.
 //
 // MAPPING (the schedule; the layout is core/backend.h's tb_strips).
-//   - One warp owns one strip (32 output columns): lane l owns column 32*strip + l.
-//   - A block holds 4 warps = 4 adjacent strips, one slice z of split_plan, and one tile of up
-//     to MT rows (MT = 1 at M = 1, 8 otherwise): all 4 warps share the activations of that slice,
-//     staged in shared memory and read as broadcasts.
+//   - One warp owns one strip (32 output columns): lane l owns column 32*strip + l. Prefill on
+//     large grids (lm_head) gives a warp two strips, so each activation read feeds two columns.
+//   - A block holds 4 warps = 4 (or 8) adjacent strips, one slice z of split_plan, and one tile
+//     of up to MT rows (MT = 1 at M = 1; 8, or 16 past 64 Ki columns, otherwise): all warps share
+//     the activations of that slice, staged in shared memory and read as broadcasts.
 //   - Per group a lane loads its column's 32 codes with two 16-byte loads (q8; the warp reads the
 //     whole 1 KiB tile) or one 16-byte load (q4, packed: the warp reads 512 contiguous bytes), the
 //     next group's loads are issued before the current group is computed, codes become floats by
 //     a byte permute into the mantissa of 2^23 and one exact subtraction, and every loaded weight
 //     is reused across the MT rows of the tile.
-//   - A block may run several consecutive slices (one partial each) when that lets the whole grid
-//     fit one wave of resident blocks (small shapes: slices of one or two groups).
 //   - All slices run in ONE launch. With nsplit > 1 every block writes its slice's partial sums;
-//     the last block to finish a (4-strip, row-tile) folds the nsplit partials in ascending z
-//     (a counter decides who is last; the sum itself never uses atomics).
-//   - A measured alternative for decode of small shapes (GemmLaunch::cluster_fold, off by default:
-//     slower on the H200; M = 1, nsplit > 1, every warp's share <= 8 groups) runs a
-//     thread-block CLUSTER per 1, 2 or 4 strips (Hopper, up to 8 blocks): each warp loads all
-//     its tiles at once, keeps its slices' partials in its block's shared memory, and after one
-//     cluster barrier a warp per strip folds the nsplit partials in ascending z through
-//     distributed shared memory. No global partials, fence or counter: the small-shape critical
-//     path is one DRAM round trip, one cluster barrier and the fold's shared-memory reads.
+//     the last block to finish a (strips, row-tile) folds the nsplit partials in ascending z (a
+//     counter decides who is last; the sum itself never uses atomics). Decode kernels of this
+//     form are held to 40 registers (12 blocks per SM: lm_head's grid is then whole waves).
+//   - Prefill grids that fill the GPU twice instead give a block EVERY slice of its strips and
+//     row tile: it walks them in ascending z and folds each completed slice into registers
+//     (out = out + a), so there are no partials, no counter and no second pass.
+//   - Decode of the small projections (M = 1, nsplit >= 8, strips <= SMs, every warp's share in
+//     flight at once: q/o, k/v, qkv) runs ONE BLOCK PER STRIP: its up to 16 warps take contiguous
+//     slice ranges, keep 4 tiles in flight each, read the activations as global broadcasts, leave
+//     the slice partials in shared memory, and after one barrier warp 0 folds them in ascending z.
+//   - Measured alternatives stay behind GemmLaunch switches for the benchmark (merged slices,
+//     prefetch depth 2, I2F conversion, rows inside the k loop, the cluster fold: a thread-block
+//     CLUSTER per 1, 2 or 4 strips folding through distributed shared memory, slower on the H200).
 //
 // PRECONDITIONS (checked on the host by launch_gemm before every launch; a failed check is a
 // status, never a silent in-kernel guard): K % 32 == 0; the grid covers every (strip, slice,
@@ -54,6 +57,16 @@ struct DeviceStrips {
   const uint16_t* scales = nullptr;  // (np/32, kp/32, 32 cols) fp16 bits
 };
 
+// Which kernel runs decode (M = 1, nsplit > 1); every path gives the same bits.
+enum class DecodePath {
+  kAuto = 0,         // strip blocks from 8 slices up, slice blocks below (lm_head)
+  kSliceBlocks = 1,  // a block per (4 strips, slice range): global partials, last-block fold
+  kStripBlocks = 2,  // a block per strip: slices over its warps, shared-memory fold
+};
+
+// A measured choice: automatic (the launch decides), or forced.
+enum class Toggle { kAuto = 0, kOff = 1, kOn = 2 };
+
 // How codes become floats in mode F32 (a measurement switch; both give the same bits).
 enum class CodeConvert { kBytePermute = 0, kI2F = 1 };
 
@@ -69,11 +82,23 @@ struct GemmLaunch {
   unsigned* counters = nullptr;  // workspace: gemm_counter_count() zeroed counters
   CodeConvert convert = CodeConvert::kBytePermute;
   int row_tile = 0;              // rows per block: 0 = automatic (1 or 8); 8 or 16 forces one (M > 1)
-  bool merge_slices = true;      // decode: let a block run several slices when that fills one wave
+  bool merge_slices = false;     // decode: let a block run several slices when that fills one wave
+                                 // (a measured variant; one slice per block, packed, won)
   bool cluster_fold = false;     // decode: the cluster / shared-memory fold where the shape fits
                                  // (false, the default: global partials, counter, last-block
                                  // fold; the cluster fold measured slower on the H200, see
                                  // docs/results/cuda-2026-11-29-round2.md)
+  DecodePath decode = DecodePath::kAuto;
+  // Prefill (M > 1) schedule; automatic choices in plan_prefill (gemm_kernels.cu), all measured:
+  Toggle rows_inner = Toggle::kAuto;  // one strip per warp, mode F32: rows inside the k loop (the
+                                      // MT fma chains advance together); kOff: one row after another
+  Toggle all_slices = Toggle::kAuto;  // a block runs every slice of its strips and row tile in
+                                      // ascending z and folds in registers (no partials)
+  int cols_per_lane = 0;         // strips per warp: 0 = automatic (2 on large grids), 1 or 2
+  Toggle packed_prefill = Toggle::kAuto;  // two strips per warp held to 168 registers, 3 blocks
+                                          // per SM (the compiler's free choice can land at 2)
+  Toggle packed_decode = Toggle::kAuto;  // decode, slice blocks, one slice per block, depth 1: the
+                                         // kernel held to 40 registers (12 blocks per SM)
   int prefetch = 0;              // decode: weight tiles in flight ahead per warp; 0 = automatic
                                  // (q8 1, q4 2), 1 or 2 forces one
   int64_t nsplit_override = 0;   // MEASUREMENT ONLY (other bits than the contract): 0 = split_plan;

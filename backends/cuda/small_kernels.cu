@@ -1,6 +1,7 @@
 #include <climits>
 
 #include "backends/cuda/cuda_status.h"
+#include "backends/cuda/device_numerics.cuh"
 #include "backends/cuda/small_kernels.h"
 #include "core/numerics.h"
 #include "core/tb_expf.h"
@@ -154,6 +155,20 @@ Status launch_gdn(const GdnLaunch& a, cudaStream_t stream) {
   } else {
     gdn_generic_kernel<<<grid, kGdnThreads, 0, stream>>>(p);
   }
+  TB_CUDA_TRY(cudaGetLastError());
+  return Status();
+}
+
+namespace {
+__global__ void scale_all_kernel(float* out) {
+  const unsigned h = blockIdx.x * blockDim.x + threadIdx.x;
+  if (h < 65536u) out[h] = scale_to_float(static_cast<uint16_t>(h));
+}
+}  // namespace
+
+Status launch_scale_to_float_all(float* out, cudaStream_t stream) {
+  if (!out) return Error(TB_INTERNAL, "scale conversion launch: null output");
+  scale_all_kernel<<<256, 256, 0, stream>>>(out);
   TB_CUDA_TRY(cudaGetLastError());
   return Status();
 }

@@ -47,6 +47,9 @@ struct GdnLaunch {
 };
 Status launch_gdn(const GdnLaunch& a, cudaStream_t stream);
 
+// scale_to_float (backends/cuda/device_numerics.cuh) of all 65536 halves: out[h] for h in order.
+Status launch_scale_to_float_all(float* out, cudaStream_t stream);
+
 // out[i] = tb_expf(float with bits first_bits + i), i < count (count <= 2^32).
 Status launch_expf_range(uint32_t first_bits, uint64_t count, float* out, cudaStream_t stream);
 
