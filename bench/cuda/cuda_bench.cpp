@@ -41,12 +41,18 @@ double median(std::vector<double> v) {
   return v.empty() ? -1 : v[v.size() / 2];
 }
 
-// Median device time (µs) of `launch(i)` over reps calls, each bracketed by its own events.
+// Device time the host needs to enqueue `launches` event-bracketed launches, with margin: the
+// hold kernel ahead of each timed batch spins this long (see launch_hold).
+unsigned hold_us(int launches) { return 20u + 15u * static_cast<unsigned>(launches); }
+
+// Median device time (µs) of `launch(i)` over reps calls, each bracketed by its own events, the
+// stream held by a spinning kernel while the host enqueues each batch of 16.
 Result<double> time_events(cudaStream_t s, int warmup, int reps, const std::function<Status(int)>& launch) {
   for (int i = 0; i < warmup; ++i) TB_RETURN_IF_ERROR(launch(i));
   std::vector<cudaEvent_t> ev(2 * static_cast<size_t>(reps));
   for (auto& e : ev) TB_CUDA_TRY(cudaEventCreate(&e));
   for (int i = 0; i < reps; ++i) {
+    if (i % 16 == 0) TB_CUDA_TRY(launch_hold(s, hold_us(16)));
     TB_CUDA_TRY(cudaEventRecord(ev[2 * i], s));
     TB_RETURN_IF_ERROR(launch(warmup + i));
     TB_CUDA_TRY(cudaEventRecord(ev[2 * i + 1], s));
@@ -63,7 +69,8 @@ Result<double> time_events(cudaStream_t s, int warmup, int reps, const std::func
 }
 
 // Median device time (µs) of each variant, interleaved: rep i launches every variant once, in
-// turn, each bracketed by its own events (so drift and warm-up hit all variants alike).
+// turn, each bracketed by its own events (so drift and warm-up hit all variants alike), after a
+// hold kernel that keeps the host's enqueue cadence out of the events.
 // `launch(v, j)` runs variant v as the j-th launch overall (j picks the weight copy).
 Result<std::vector<double>> time_events_interleaved(cudaStream_t s, int warmup, int reps, int variants,
                                                     const std::function<Status(int, int)>& launch) {
@@ -74,6 +81,7 @@ Result<std::vector<double>> time_events_interleaved(cudaStream_t s, int warmup, 
   std::vector<cudaEvent_t> ev(2 * static_cast<size_t>(reps * variants));
   for (auto& e : ev) TB_CUDA_TRY(cudaEventCreate(&e));
   for (int i = 0; i < reps; ++i) {
+    TB_CUDA_TRY(launch_hold(s, hold_us(variants)));
     for (int v = 0; v < variants; ++v) {
       const size_t e = 2 * static_cast<size_t>(i * variants + v);
       TB_CUDA_TRY(cudaEventRecord(ev[e], s));
@@ -95,6 +103,32 @@ Result<std::vector<double>> time_events_interleaved(cudaStream_t s, int warmup, 
   }
   for (auto& e : ev) cudaEventDestroy(e);
   return out;
+}
+
+// Device time (µs) per launch when `batch` launches run back to back between one pair of events
+// (the stream held while they are enqueued), median over `batches`: the cost of the kernel inside
+// a sequence of kernels, where the next launch's set-up overlaps the previous one's tail.
+Result<double> time_back_to_back(cudaStream_t s, int batches, int batch,
+                                 const std::function<Status(int)>& launch) {
+  int j = 0;
+  for (int i = 0; i < batch; ++i) TB_RETURN_IF_ERROR(launch(j++));
+  std::vector<cudaEvent_t> ev(2 * static_cast<size_t>(batches));
+  for (auto& e : ev) TB_CUDA_TRY(cudaEventCreate(&e));
+  for (int b = 0; b < batches; ++b) {
+    TB_CUDA_TRY(launch_hold(s, hold_us(batch)));
+    TB_CUDA_TRY(cudaEventRecord(ev[2 * b], s));
+    for (int i = 0; i < batch; ++i) TB_RETURN_IF_ERROR(launch(j++));
+    TB_CUDA_TRY(cudaEventRecord(ev[2 * b + 1], s));
+  }
+  TB_CUDA_TRY(cudaStreamSynchronize(s));
+  std::vector<double> us(batches);
+  for (int b = 0; b < batches; ++b) {
+    float ms = 0;
+    TB_CUDA_TRY(cudaEventElapsedTime(&ms, ev[2 * b], ev[2 * b + 1]));
+    us[b] = ms * 1e3 / batch;
+  }
+  for (auto& e : ev) cudaEventDestroy(e);
+  return median(us);
 }
 
 // Host wall time (µs) of `call()`, median.
@@ -278,8 +312,14 @@ Status run_cuda(const Options& opt, std::vector<Case>& out) {
     return Status();
   });
   if (!empty_dev.ok()) return empty_dev.status();
-  std::printf("empty kernel between two events: %.2f us (median; the fixed part of every kernel_us)\n",
+  std::printf("empty kernel between two events, stream held while enqueuing: %.2f us (median)\n",
               *empty_dev);
+  auto empty_b2b = time_back_to_back(s, 20, 20, [&](int) {
+    TB_CUDA_TRY(launch_empty(s));
+    return Status();
+  });
+  if (!empty_b2b.ok()) return empty_b2b.status();
+  std::printf("empty kernel, 20 back to back between two events: %.2f us per launch (median)\n", *empty_b2b);
   std::printf("%-8s %3s %-3s %-3s %10s %9s %7s %8s %9s %10s  %s\n", "shape", "M", "prc", "act",
               "kernel_us", "floor_us", "%copy", "GB/s", "cublas_us", "source_us", "note");
 
@@ -350,19 +390,56 @@ Status run_cuda(const Options& opt, std::vector<Case>& out) {
             vs.push_back({"i2f", [](cuda::GemmLaunch& a) { a.convert = cuda::CodeConvert::kI2F; }});
           }
           if (m == 1) {
-            const int other = prec == TB_PREC_Q4 ? 1 : 2;  // the depth the default does not use
-            vs.push_back({Format("prefetch%d", other), [other](cuda::GemmLaunch& a) { a.prefetch = other; }});
-            vs.push_back({"unmerged", [](cuda::GemmLaunch& a) { a.merge_slices = false; }});
+            // The decode kernels: strip blocks, slice blocks (merged or one slice per block, at
+            // both prefetch depths), the cluster fold.
+            vs.push_back({"stripblocks", [](cuda::GemmLaunch& a) { a.decode = cuda::DecodePath::kStripBlocks; }});
+            vs.push_back({"sliceblocks", [](cuda::GemmLaunch& a) { a.decode = cuda::DecodePath::kSliceBlocks; }});
+            vs.push_back({"sliceblocks_unpacked", [](cuda::GemmLaunch& a) {
+                            a.decode = cuda::DecodePath::kSliceBlocks;
+                            a.packed_decode = cuda::Toggle::kOff;
+                          }});
+            vs.push_back({"sliceblocks_prefetch2", [](cuda::GemmLaunch& a) {
+                            a.decode = cuda::DecodePath::kSliceBlocks;
+                            a.prefetch = 2;
+                          }});
+            vs.push_back({"sliceblocks_merged", [](cuda::GemmLaunch& a) {
+                            a.decode = cuda::DecodePath::kSliceBlocks;
+                            a.merge_slices = true;
+                          }});
             vs.push_back({"clusterfold", [](cuda::GemmLaunch& a) { a.cluster_fold = true; }});
           }
-          // Candidate split rules with slices of at least G groups (other bits than the contract:
-          // timing only): nsplit = min(split_plan, max(1, ngroups / G)).
+          // Candidate split rules with longer slices, at least G groups (other bits than the
+          // contract: timing only): nsplit = min(split_plan, max(1, ngroups / G)).
           const int64_t contract = split_plan(sh.n, sh.k);
-          for (int64_t g : {2, 4, 8}) {
+          for (int64_t g : {8, 16}) {
             const int64_t cand = std::min<int64_t>(contract, std::max<int64_t>(1, sh.k / 32 / g));
             if (cand == contract) continue;
             vs.push_back({Format("minslice%lld_nsplit%lld", static_cast<long long>(g), static_cast<long long>(cand)),
                           [cand](cuda::GemmLaunch& a) { a.nsplit_override = cand; }});
+          }
+          if (m > 1) {  // prefill: slices per block, strips per warp, loop order
+            vs.push_back({"allslices", [](cuda::GemmLaunch& a) { a.all_slices = cuda::Toggle::kOn; }});
+            vs.push_back({"oneslice", [](cuda::GemmLaunch& a) { a.all_slices = cuda::Toggle::kOff; }});
+            vs.push_back({"onecol", [](cuda::GemmLaunch& a) { a.cols_per_lane = 1; }});
+            vs.push_back({"onecol_allslices_on", [](cuda::GemmLaunch& a) {
+                            a.cols_per_lane = 1;
+                            a.all_slices = cuda::Toggle::kOn;
+                          }});
+            vs.push_back({"twocols", [](cuda::GemmLaunch& a) { a.cols_per_lane = 2; }});
+            vs.push_back({"twocols_unpacked", [](cuda::GemmLaunch& a) {
+                            a.cols_per_lane = 2;
+                            a.packed_prefill = cuda::Toggle::kOff;
+                          }});
+            if (mode == TB_ACT_F32) {
+              vs.push_back({"onecol_rowsouter", [](cuda::GemmLaunch& a) {
+                              a.cols_per_lane = 1;
+                              a.rows_inner = cuda::Toggle::kOff;
+                            }});
+              vs.push_back({"onecol_rowsinner", [](cuda::GemmLaunch& a) {
+                              a.cols_per_lane = 1;
+                              a.rows_inner = cuda::Toggle::kOn;
+                            }});
+            }
           }
           if (m >= 16 && prec == TB_PREC_Q8) {  // both row tiles against the default choice
             for (int rt : {8, 16}) {
@@ -398,6 +475,22 @@ Status run_cuda(const Options& opt, std::vector<Case>& out) {
           c.peer_us = pt.peer_us;
           if (mode == TB_ACT_F32) c.baseline_us = pt.baseline_us;
           for (size_t v = 1; v < vs.size(); ++v) c.note += Format("%s_us=%.2f ", vs[v].name.c_str(), (*times)[v]);
+          {  // the default launch inside a sequence of launches (different weight copies)
+            auto b2b = time_back_to_back(s, std::max(5, reps / 5), 20, [&](int j) {
+              cuda::GemmLaunch a;
+              a.mode = mode;
+              a.m = m;
+              a.x = static_cast<const float*>(dx.p);
+              a.xq = static_cast<const int8_t*>(dq.p);
+              a.xd = static_cast<const float*>(dd.p);
+              a.y = static_cast<float*>(dy.p);
+              a.partial = static_cast<float*>(dpart.p);
+              a.counters = static_cast<unsigned*>(dcnt.p);
+              return cuda::launch_gemm(devs[j % copies], a, s);
+            });
+            if (!b2b.ok()) return b2b.status();
+            c.note += Format("b2b_us=%.2f ", *b2b);
+          }
           if (mode == TB_ACT_F32 && prec == TB_PREC_Q8) {
             // The offload round trip through the public API (pinned staging, one sync per call).
             std::vector<float> y(static_cast<size_t>(m * sh.n));
@@ -412,13 +505,16 @@ Status run_cuda(const Options& opt, std::vector<Case>& out) {
             // Variants in one process, switched at run time: graph + output written into pinned
             // memory (the default), graph + device-to-host copy, separate async calls, and the
             // cluster fold.
-            struct Variant { const char* name; bool graphs, direct, cluster; };
-            const Variant variants[] = {{"graph", true, true, false}, {"graph_copyback", true, false, false},
-                                        {"stream", false, true, false}, {"graph_clusterfold", true, true, true}};
+            struct Variant { const char* name; bool graphs, direct, cluster; cuda::DecodePath path; };
+            const Variant variants[] = {{"graph", true, true, false, cuda::DecodePath::kAuto},
+                                        {"graph_copyback", true, false, false, cuda::DecodePath::kAuto},
+                                        {"stream", false, true, false, cuda::DecodePath::kAuto},
+                                        {"graph_sliceblocks", true, true, false, cuda::DecodePath::kSliceBlocks}};
             for (const Variant& v : variants) {
               TB_RETURN_IF_ERROR(cuda::set_use_graphs(cuda.raw(), v.graphs));
               TB_RETURN_IF_ERROR(cuda::set_direct_output(cuda.raw(), v.direct));
               TB_RETURN_IF_ERROR(cuda::set_cluster_fold(cuda.raw(), v.cluster));
+              TB_RETURN_IF_ERROR(cuda::set_decode_path(cuda.raw(), v.path));
               auto rt = time_host(20, rt_reps, [&] { return cuda.gemm(*bound, g); });
               if (!rt.ok()) return rt.status();
               c.note += Format("offload_%s_us=%.2f ", v.name, *rt);
@@ -426,6 +522,7 @@ Status run_cuda(const Options& opt, std::vector<Case>& out) {
             TB_RETURN_IF_ERROR(cuda::set_use_graphs(cuda.raw(), true));
             TB_RETURN_IF_ERROR(cuda::set_direct_output(cuda.raw(), true));
             TB_RETURN_IF_ERROR(cuda::set_cluster_fold(cuda.raw(), false));
+            TB_RETURN_IF_ERROR(cuda::set_decode_path(cuda.raw(), cuda::DecodePath::kAuto));
             c.note += Format("bind=%.1fms ", br.seconds * 1e3);
           }
           std::printf("%-8s %3lld %-3s %-3s %10.2f %9.2f %6.1f%% %8.0f %9.2f %10.2f  %s\n",

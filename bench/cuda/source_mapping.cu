@@ -87,4 +87,20 @@ cudaError_t launch_empty(cudaStream_t stream) {
   return cudaGetLastError();
 }
 
+namespace {
+__global__ void hold_kernel(unsigned long long ns) {
+  unsigned long long t0 = 0, t = 0;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+  do {
+    __nanosleep(1000);
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  } while (t - t0 < ns);
+}
+}  // namespace
+
+cudaError_t launch_hold(cudaStream_t stream, unsigned microseconds) {
+  hold_kernel<<<1, 1, 0, stream>>>(static_cast<unsigned long long>(microseconds) * 1000ull);
+  return cudaGetLastError();
+}
+
 }  // namespace twinbit::bench

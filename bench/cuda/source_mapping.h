@@ -24,4 +24,9 @@ cudaError_t source_mapping_launch(const SourceMappingShape& s, const int8_t* wt,
 // An empty kernel: the launch + synchronise floor of an offloaded call.
 cudaError_t launch_empty(cudaStream_t stream);
 
+// One thread that spins for `microseconds` of device time: launched ahead of a timed batch it
+// holds the stream while the host enqueues the batch, so events bracket device work only (not
+// the host's launch cadence, which is slower than a microsecond kernel).
+cudaError_t launch_hold(cudaStream_t stream, unsigned microseconds);
+
 }  // namespace twinbit::bench
