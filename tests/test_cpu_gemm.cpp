@@ -261,6 +261,84 @@ TEST_CASE("cpu backend: TWINBIT_CPU_F32_DECODE unknown value is INVALID_ARGUMENT
   CHECK(cpu::set_f32_decode(other, "tile", &err) == TB_INVALID_ARGUMENT);
 }
 
+TEST_CASE("cpu gemm mode i8 prefetch variants (burst, spread) x distances (0, 2 KiB, 64 KiB) equal ref::gemm_i8 bitwise, q8 q4, M 1 and 5, N 33/1000, K 96/2048, avx512vnni") {
+  if (!cpu::isa_runnable(cpu::Isa::kAvx512vnni)) {
+    MESSAGE("avx512vnni is not runnable here: the other tags prefetch one way");
+    return;
+  }
+  auto be = cpu_backend_for(cpu::Isa::kAvx512vnni);
+  REQUIRE_MESSAGE(be.ok(), be.status().to_string());
+  int64_t calls = 0;
+  for (tb_prec prec : {TB_PREC_Q8, TB_PREC_Q4}) {
+    for (int64_t n : {33, 1000}) {
+      for (int64_t k : {96, 2048}) {
+        OwnedStrips w = random_strips(prec, n, k, 11 * n + k + prec);
+        const int64_t m = 5, ng = k / 32;
+        std::vector<float> x = edge_activations(m * k, static_cast<uint64_t>(n + k));
+        std::vector<int8_t> xq(static_cast<size_t>(m * k));
+        std::vector<float> xd(static_cast<size_t>(m * ng)), ref(static_cast<size_t>(m * n));
+        ref::quantize_activations(m, k, x.data(), k, xq.data(), k, xd.data(), ng);
+        ref::gemm_i8(w.view, m, xq.data(), k, xd.data(), ng, ref.data(), n);
+        tb_weights_view view{};
+        view.kind = TB_WEIGHTS_STRIPS;
+        view.strips = w.view;
+        auto bound = be->bind(view);
+        REQUIRE(bound.ok());
+        for (const char* variant : {"burst", "spread"}) {
+          for (const char* bytes : {"0", "2048", "65536"}) {
+            tb_error err{};
+            REQUIRE(cpu::set_i8_prefetch(be->raw(), variant, &err) == TB_OK);
+            REQUIRE(cpu::set_prefetch_bytes(be->raw(), bytes, &err) == TB_OK);
+            for (int64_t mm : {int64_t{1}, m}) {
+              std::vector<float> y(static_cast<size_t>(mm * n));
+              tb_gemm_args a{TB_ACT_I8, mm, nullptr, 0, xq.data(), k, xd.data(), ng, y.data(), n};
+              const Status st = be->gemm(bound.value(), a);
+              REQUIRE_MESSAGE(st.ok(), st.to_string());
+              INFO(variant << " " << bytes << " B " << std::string(prec_name(prec)) << " N=" << n << " K=" << k << " M=" << mm);
+              CHECK(first_difference(y.data(), ref.data(), static_cast<size_t>(mm * n)) < 0);
+              ++calls;
+            }
+          }
+        }
+      }
+    }
+  }
+  MESSAGE(calls << " gemm calls memcmp-equal to the reference");
+}
+
+TEST_CASE("cpu backend: TWINBIT_CPU_I8_PREFETCH and TWINBIT_CPU_PREFETCH_BYTES bad values are INVALID_ARGUMENT naming them; the setters check their arguments") {
+  ::setenv("TWINBIT_CPU_I8_PREFETCH", "eager", 1);
+  auto b = create_cpu_backend();
+  ::unsetenv("TWINBIT_CPU_I8_PREFETCH");
+  REQUIRE_FALSE(b.ok());
+  CHECK(b.status().code() == TB_INVALID_ARGUMENT);
+  CHECK(b.status().message().find("eager") != std::string::npos);
+  CHECK(b.status().message().find("spread, burst") != std::string::npos);
+  for (const char* bad : {"-1", "65537", "4k", ""}) {
+    ::setenv("TWINBIT_CPU_PREFETCH_BYTES", bad, 1);
+    auto c = create_cpu_backend();
+    ::unsetenv("TWINBIT_CPU_PREFETCH_BYTES");
+    if (*bad == '\0') {  // empty: the default
+      CHECK(c.ok());
+      continue;
+    }
+    REQUIRE_FALSE(c.ok());
+    CHECK(c.status().code() == TB_INVALID_ARGUMENT);
+    CHECK(c.status().message().find("TWINBIT_CPU_PREFETCH_BYTES") != std::string::npos);
+  }
+  auto ok = create_cpu_backend();
+  REQUIRE(ok.ok());
+  tb_error err{};
+  CHECK(cpu::set_i8_prefetch(ok->raw(), "burst", &err) == TB_OK);
+  CHECK(cpu::set_i8_prefetch(ok->raw(), "Burst", &err) == TB_INVALID_ARGUMENT);
+  CHECK(cpu::set_prefetch_bytes(ok->raw(), "0", &err) == TB_OK);
+  CHECK(cpu::set_prefetch_bytes(ok->raw(), "70000", &err) == TB_INVALID_ARGUMENT);
+  CHECK(cpu::set_prefetch_bytes(ok->raw(), nullptr, &err) == TB_INVALID_ARGUMENT);
+  tb_backend other{};
+  CHECK(cpu::set_i8_prefetch(other, "burst", &err) == TB_INVALID_ARGUMENT);
+  CHECK(cpu::set_prefetch_bytes(other, "4096", &err) == TB_INVALID_ARGUMENT);
+}
+
 TEST_CASE("cpu backend: TWINBIT_CPU_ARCH unknown value is INVALID_ARGUMENT listing the valid tags") {
   ::setenv("TWINBIT_CPU_ARCH", "avx512", 1);
   auto b = create_cpu_backend();

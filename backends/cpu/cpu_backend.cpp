@@ -31,6 +31,8 @@ struct Context {
   const KernelTable* k = nullptr;
   int threads = 1;
   F32Decode f32_decode = F32Decode::kSpread;
+  I8Prefetch i8_prefetch = I8Prefetch::kSpread;
+  int prefetch_bytes = 4096;
   std::unique_ptr<tbb::task_arena> arena;
   std::string device;
   std::string features;
@@ -183,6 +185,8 @@ tb_code gemm(void* c, void* handle, const tb_gemm_args* a, tb_error* err) {
   const tb_strips& w = b->view.strips;
   GemmParams p = gemm_params(w);
   p.f32_decode = ctx.f32_decode;
+  p.i8_prefetch = ctx.i8_prefetch;
+  p.prefetch_bytes = ctx.prefetch_bytes;
   p.y = a->y;
   p.ldy = a->ldy;
   PaddedRows padded;
@@ -352,6 +356,24 @@ Status choose_threads(int* out) {
   return Status();
 }
 
+Status parse_prefetch_bytes(const char* v, const char* what, int* out) {
+  errno = 0;
+  char* end = nullptr;
+  const long n = std::strtol(v, &end, 10);
+  if (errno != 0 || end == v || *end != '\0' || n < 0 || n > 65536) {
+    return Error(TB_INVALID_ARGUMENT, "%s%s is not a prefetch distance (expected bytes 0 .. 65536)", what, v);
+  }
+  *out = static_cast<int>(n);
+  return Status();
+}
+
+Status choose_prefetch_bytes(int* out) {
+  *out = 4096;
+  const char* v = std::getenv("TWINBIT_CPU_PREFETCH_BYTES");
+  if (!v || !*v) return Status();
+  return parse_prefetch_bytes(v, "TWINBIT_CPU_PREFETCH_BYTES=", out);
+}
+
 Status parse_f32_decode(const char* v, const char* what, F32Decode* out) {
   if (std::strcmp(v, "spread") == 0) {
     *out = F32Decode::kSpread;
@@ -372,7 +394,47 @@ Status choose_f32_decode(F32Decode* out) {
   return parse_f32_decode(v, "TWINBIT_CPU_F32_DECODE=", out);
 }
 
+Status parse_i8_prefetch(const char* v, const char* what, I8Prefetch* out) {
+  if (std::strcmp(v, "spread") == 0) {
+    *out = I8Prefetch::kSpread;
+  } else if (std::strcmp(v, "burst") == 0) {
+    *out = I8Prefetch::kBurst;
+  } else {
+    return Error(TB_INVALID_ARGUMENT, "%s%s is not an I8 prefetch variant (valid: spread, burst)", what, v);
+  }
+  return Status();
+}
+
+Status choose_i8_prefetch(I8Prefetch* out) {
+  *out = I8Prefetch::kSpread;
+  const char* v = std::getenv("TWINBIT_CPU_I8_PREFETCH");
+  if (!v || !*v) return Status();
+  return parse_i8_prefetch(v, "TWINBIT_CPU_I8_PREFETCH=", out);
+}
+
 }  // namespace
+
+tb_code twinbit::cpu::set_prefetch_bytes(const tb_backend& backend, const char* bytes, tb_error* err) {
+  if (backend.iface != &kIface || !backend.ctx) {
+    return Error(TB_INVALID_ARGUMENT, "set_prefetch_bytes: the backend is not a cpu backend").to_c(err);
+  }
+  int n = 4096;
+  Status s = parse_prefetch_bytes(bytes ? bytes : "(null)", "set_prefetch_bytes: ", &n);
+  if (!s.ok()) return s.to_c(err);
+  ctx_of(backend.ctx)->prefetch_bytes = n;
+  return TB_OK;
+}
+
+tb_code twinbit::cpu::set_i8_prefetch(const tb_backend& backend, const char* name, tb_error* err) {
+  if (backend.iface != &kIface || !backend.ctx) {
+    return Error(TB_INVALID_ARGUMENT, "set_i8_prefetch: the backend is not a cpu backend").to_c(err);
+  }
+  I8Prefetch v = I8Prefetch::kSpread;
+  Status s = parse_i8_prefetch(name ? name : "(null)", "set_i8_prefetch: ", &v);
+  if (!s.ok()) return s.to_c(err);
+  ctx_of(backend.ctx)->i8_prefetch = v;
+  return TB_OK;
+}
 
 tb_code twinbit::cpu::set_f32_decode(const tb_backend& backend, const char* name, tb_error* err) {
   if (backend.iface != &kIface || !backend.ctx) {
@@ -399,6 +461,10 @@ extern "C" tb_code tb_backend_create_cpu(uint32_t host_abi_version, tb_backend* 
   F32Decode f32_decode = F32Decode::kSpread;
   if (s.ok()) s = choose_threads(&threads);
   if (s.ok()) s = choose_f32_decode(&f32_decode);
+  I8Prefetch i8_prefetch = I8Prefetch::kSpread;
+  if (s.ok()) s = choose_i8_prefetch(&i8_prefetch);
+  int prefetch_bytes = 4096;
+  if (s.ok()) s = choose_prefetch_bytes(&prefetch_bytes);
   if (!s.ok()) return s.to_c(err);
   auto ctx = std::unique_ptr<Context>(new (std::nothrow) Context);
   if (!ctx) return Error(TB_RESOURCE_EXHAUSTED, "cpu backend: out of host memory").to_c(err);
@@ -406,6 +472,8 @@ extern "C" tb_code tb_backend_create_cpu(uint32_t host_abi_version, tb_backend* 
   ctx->k = &kernel_table(isa);
   ctx->threads = threads;
   ctx->f32_decode = f32_decode;
+  ctx->i8_prefetch = i8_prefetch;
+  ctx->prefetch_bytes = prefetch_bytes;
   ctx->arena = std::make_unique<tbb::task_arena>(threads);
   ctx->device = cpu_model_name() + " (" + std::to_string(threads) + " threads, " +
                 isa_name(isa) + ")";

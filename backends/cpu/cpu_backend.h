@@ -15,6 +15,10 @@
 //   TWINBIT_CPU_F32_DECODE=<v> how the avx512vnni F32 row kernel decodes tiles: spread (default),
 //                              tile or spread_burst (cpu_kernels.h, F32Decode). Same bits; for
 //                              measuring.
+//   TWINBIT_CPU_I8_PREFETCH=<v> when the avx512vnni I8 kernels prefetch the tiles ahead: spread
+//                              (default) or burst (cpu_kernels.h, I8Prefetch). Same bits.
+//   TWINBIT_CPU_PREFETCH_BYTES=<n> software prefetch distance in bytes of codes, 0 .. 65536
+//                              (default 4096: 4 q8 or 8 q4 tiles; 0 turns it off). Same bits.
 //
 // Subnormals: the contract forbids flush-to-zero. Creation and every operation (inside the
 // arena, on each worker) check MXCSR; FTZ or DAZ set gives FAILED_PRECONDITION.
@@ -36,4 +40,8 @@ namespace twinbit::cpu {
 // operations of the same backend. INVALID_ARGUMENT naming the value if `backend` is not a cpu
 // backend or `name` is not a variant.
 tb_code set_f32_decode(const tb_backend& backend, const char* name, tb_error* err);
+// Switches the I8 prefetch variant ("spread" or "burst", as TWINBIT_CPU_I8_PREFETCH); as above.
+tb_code set_i8_prefetch(const tb_backend& backend, const char* name, tb_error* err);
+// Switches the prefetch distance ("0" .. "65536" bytes, as TWINBIT_CPU_PREFETCH_BYTES); as above.
+tb_code set_prefetch_bytes(const tb_backend& backend, const char* bytes, tb_error* err);
 }  // namespace twinbit::cpu

@@ -39,6 +39,11 @@ namespace twinbit::cpu {
 //   kSpreadBurst: kSpread with each tile's prefetches issued all at once before it (as kTile).
 enum class F32Decode : uint8_t { kTile, kSpread, kSpreadBurst };
 
+// When the I8 mode issues a tile's software prefetches (kPrefetchTiles ahead) on the avx512vnni
+// tag: all 16 lines before the tile (kBurst) or a quarter after the loads and after each of the
+// three transpose stages (kSpread). Same bits.
+enum class I8Prefetch : uint8_t { kBurst, kSpread };
+
 // One gemm call as the kernels see it. Shapes in (dims) comments; all pointers are borrowed.
 struct GemmParams {
   tb_prec prec;
@@ -61,6 +66,8 @@ struct GemmParams {
   float* y;                 // (m, ldy) floats; columns n' < n written
   int64_t ldy;
   F32Decode f32_decode = F32Decode::kSpread;
+  I8Prefetch i8_prefetch = I8Prefetch::kSpread;
+  int64_t prefetch_bytes = 4096;  // software prefetch distance in bytes of codes (0: none)
 };
 
 struct KernelTable {

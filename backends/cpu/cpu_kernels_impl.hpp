@@ -61,21 +61,19 @@ struct SliceAccumulator {
   }
 };
 
-// Software prefetch of the tile kPrefetchTiles ahead (strips are contiguous, so "ahead" runs on
-// into the next strip): the kernels consume a tile per ~30-60 ns per thread, faster than the
-// hardware prefetchers ramp up on a fresh strip. Prefetches never fault, even past the end.
-// (Build-time knobs, for measuring: TWINBIT_CPU_PREFETCH_TILES = 0 turns it off.)
-#ifndef TWINBIT_CPU_PREFETCH_TILES
-#define TWINBIT_CPU_PREFETCH_TILES 8
-#endif
+// Software prefetch of the tile GemmParams::prefetch_bytes ahead (strips are contiguous, so
+// "ahead" runs on into the next strip): the kernels consume a tile per ~30-60 ns per thread,
+// faster than the hardware prefetchers ramp up on a fresh strip. Prefetches never fault, even
+// past the end. 0 turns them off. The distance is in bytes: measured, the best distance is the
+// same 4 KiB for q8 (4 tiles) and q4 (8 tiles).
+inline int64_t prefetch_tiles(const GemmParams& p, int64_t tile_bytes) { return p.prefetch_bytes / tile_bytes; }
 #ifndef TWINBIT_CPU_PREFETCH_HINT
 #define TWINBIT_CPU_PREFETCH_HINT _MM_HINT_T0
 #endif
-constexpr int64_t kPrefetchTiles = TWINBIT_CPU_PREFETCH_TILES;
-inline void prefetch_ahead(const uint8_t* tile, int64_t tile_bytes) {
-  if constexpr (kPrefetchTiles > 0) {
-    const char* p = reinterpret_cast<const char*>(tile + kPrefetchTiles * tile_bytes);
-    for (int64_t b = 0; b < tile_bytes; b += 64) _mm_prefetch(p + b, TWINBIT_CPU_PREFETCH_HINT);
+inline void prefetch_ahead(const GemmParams& p, const uint8_t* tile, int64_t tile_bytes) {
+  if (p.prefetch_bytes > 0) {
+    const char* a = reinterpret_cast<const char*>(tile + prefetch_tiles(p, tile_bytes) * tile_bytes);
+    for (int64_t b = 0; b < tile_bytes; b += 64) _mm_prefetch(a + b, TWINBIT_CPU_PREFETCH_HINT);
   }
 }
 
@@ -97,7 +95,7 @@ void f32_groups_tile(const GemmParams& p, int64_t strip, int64_t g0, int gs, con
   F dot[GS][NR][V];  // (groups, rows, 32 columns): p[g], one sequential fma chain per lane
   for (int j = 0; j < GS; ++j) {
     const int64_t tile = strip * p.ngroups + g0 + (j < gs ? j : 0);
-    prefetch_ahead(p.codes + tile * tb, tb);
+    prefetch_ahead(p, p.codes + tile * tb, tb);
     transpose_tile<I>(p.codes + tile * tb, p.prec, wt[j]);
     load_scales32<I>(p.scales + tile * 32, ws[j]);
     for (int r = 0; r < NR; ++r) {
@@ -156,7 +154,7 @@ bool f32_groups_spread(const GemmParams& p, int64_t strip, int64_t g0, int gs, c
   alignas(64) float ws[GS][32];
   for (int j = 0; j < GS; ++j) {
     const int64_t tile = strip * p.ngroups + g0 + (j < gs ? j : 0);
-    if (!kSpreadPrefetch) prefetch_ahead(p.codes + tile * tb, tb);
+    if (!kSpreadPrefetch) prefetch_ahead(p, p.codes + tile * tb, tb);
     spread_tile_to_quads(p.codes + tile * tb, p.prec, st[j]);
     load_scales32<Isa::kAvx512vnni>(p.scales + tile * 32, ws[j]);
   }
@@ -164,11 +162,12 @@ bool f32_groups_spread(const GemmParams& p, int64_t strip, int64_t g0, int gs, c
   for (int j = 0; j < GS; ++j) {
     for (int r = 0; r < NR; ++r) dot[j][r][0] = dot[j][r][1] = _mm512_setzero_ps();
   }
-  // The GS tiles kPrefetchTiles ahead: GS * tb / 64 lines, tb / 256 per q step and group.
-  const char* ahead = reinterpret_cast<const char*>(p.codes + (strip * p.ngroups + g0 + kPrefetchTiles) * tb);
+  // The GS tiles prefetch_bytes ahead: GS * tb / 64 lines, tb / 256 per q step and group.
+  const char* ahead = reinterpret_cast<const char*>(p.codes + (strip * p.ngroups + g0 + prefetch_tiles(p, tb)) * tb);
   const int64_t lines_per_q = tb / 512;  // per q step, per group: q8 2, q4 1 lines
+  const bool spread_prefetch = kSpreadPrefetch && p.prefetch_bytes > 0;  // hoisted out of the k loop
   for (int q = 0; q < 8; ++q) {  // k = 4q .. 4q+3: the same registers
-    if constexpr (kSpreadPrefetch && kPrefetchTiles > 0) {
+    if (spread_prefetch) {
       for (int j = 0; j < GS; ++j) {
         for (int64_t l = 0; l < lines_per_q; ++l) {
           _mm_prefetch(ahead + j * tb + (q * lines_per_q + l) * 64, TWINBIT_CPU_PREFETCH_HINT);
@@ -239,7 +238,7 @@ void gemm_f32_strip_tile_outer(const GemmParams& p, int64_t strip, int64_t row0)
   alignas(64) float ws[32];
   for (int64_t g = 0; g < p.ngroups; ++g) {
     const int64_t tile = strip * p.ngroups + g;
-    prefetch_ahead(p.codes + tile * tb, tb);
+    prefetch_ahead(p, p.codes + tile * tb, tb);
     transpose_tile<I>(p.codes + tile * tb, p.prec, wt);
     load_scales32<I>(p.scales + tile * 32, ws);
     for (int kk = 0; kk < 32; ++kk) {
@@ -285,10 +284,18 @@ void gemm_i8_strip(const GemmParams& p, int64_t strip, int64_t row0) {
     xr[r] = p.xq + (row0 + r) * p.ldxq;
     sr[r] = p.xsum ? p.xsum + (row0 + r) * p.ngroups : nullptr;
   }
+  // The spread prefetch exists on the avx512vnni tag (group_dots_vnni); elsewhere a burst.
+  const bool spread = p.i8_prefetch == I8Prefetch::kSpread && I == Isa::kAvx512vnni && p.prefetch_bytes > 0;
   for (int64_t g = 0; g < p.ngroups; ++g) {
     const int64_t tile = strip * p.ngroups + g;
-    prefetch_ahead(p.codes + tile * tb, tb);
-    group_dots<I, NR>(p.codes + tile * tb, p.prec, xr, sr, g, isum);
+    const uint8_t* t = p.codes + tile * tb;
+    if (spread) {
+      group_dots<I, NR>(t, p.prec, xr, sr, g, isum, reinterpret_cast<const char*>(t + prefetch_tiles(p, tb) * tb),
+                        static_cast<int>(tb / 64));
+    } else {
+      prefetch_ahead(p, t, tb);
+      group_dots<I, NR>(t, p.prec, xr, sr, g, isum);
+    }
     load_scales32<I>(p.scales + tile * 32, ws);
     F xdb[NR];
     for (int r = 0; r < NR; ++r) xdb[r] = F(p.xd[(row0 + r) * p.ldxd + g]);

@@ -175,9 +175,16 @@ inline void dword_stage(const __m512i* in, __m512i* out, std::integer_sequence<i
                                        in[kDwordPlan.stage[S].src_b[R]])), ...);
 }
 
+// `ahead` (optional): a later tile of `lines` cache lines to prefetch, a quarter of them after the
+// loads and after each transpose stage (I8Prefetch::kSpread) instead of all before the tile.
 template <int NR>
 inline void group_dots_vnni(const uint8_t* tile, tb_prec prec, const int8_t* const* xr,
-                            const int32_t* const* xsum, int64_t g, int32_t (*isum)[32]) {
+                            const int32_t* const* xsum, int64_t g, int32_t (*isum)[32],
+                            const char* ahead = nullptr, int lines = 0) {
+  const int quarter = lines / 4;
+  auto prefetch_quarter = [&](int part) {
+    for (int l = part * quarter; l < (part + 1) * quarter; ++l) _mm_prefetch(ahead + 64 * l, _MM_HINT_T0);
+  };
   __m512i a[16], b[16];
   int32_t bias = 8;
   if (prec == TB_PREC_Q8) {
@@ -187,9 +194,13 @@ inline void group_dots_vnni(const uint8_t* tile, tb_prec prec, const int8_t* con
   } else {
     q4_tile_to_q8_regs<true>(tile, a);
   }
+  if (ahead) prefetch_quarter(0);
   dword_stage<0>(a, b, std::make_integer_sequence<int, 16>());
+  if (ahead) prefetch_quarter(1);
   dword_stage<1>(b, a, std::make_integer_sequence<int, 16>());
+  if (ahead) prefetch_quarter(2);
   dword_stage<2>(a, b, std::make_integer_sequence<int, 16>());
+  if (ahead) prefetch_quarter(3);
   // b[h * 8 + q]: lane j = the 4 unsigned codes of quad q of column 16 h + j.
   for (int r = 0; r < NR; ++r) {
     const int8_t* x = xr[r] + g * 32;
@@ -299,16 +310,20 @@ inline void transpose_tile(const uint8_t* tile, tb_prec prec, int8_t* wt) {
 }
 
 // isum[r][c] = sum_kk w[c][kk] * a_r[32 g + kk] for NR rows, exact int32.
+// `ahead`: as group_dots_vnni (other tags ignore it; their callers prefetch before the tile).
 template <Isa I, int NR>
 inline void group_dots(const uint8_t* tile, tb_prec prec, const int8_t* const* xr,
-                       const int32_t* const* xsum, int64_t g, int32_t (*isum)[32]) {
+                       const int32_t* const* xsum, int64_t g, int32_t (*isum)[32],
+                       const char* ahead = nullptr, int lines = 0) {
 #if defined(__AVX512VBMI__)
   if constexpr (I == Isa::kAvx512vnni) {
-    group_dots_vnni<NR>(tile, prec, xr, xsum, g, isum);
+    group_dots_vnni<NR>(tile, prec, xr, xsum, g, isum, ahead, lines);
     return;
   }
 #endif
   (void)xsum;
+  (void)ahead;
+  (void)lines;
   alignas(64) int8_t unpacked[32 * 32];
   const int8_t* cm = reinterpret_cast<const int8_t*>(tile);  // (32 columns, 32 k)
   if (prec == TB_PREC_Q4) {

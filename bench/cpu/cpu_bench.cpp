@@ -145,17 +145,21 @@ Result<double> median_us(int64_t copies, int samples, const Call& call) {
   return per_call[per_call.size() / 2];
 }
 
-// The F32 row kernel's decode variants (cpu_backend.h, set_f32_decode) measured in one process,
-// interleaved: each sample is a rotation with each variant in turn, so all see the same machine
-// state. Ends on `spread` (the default).
+// Kernel variants of one switch (cpu_backend.h: set_f32_decode, set_i8_prefetch) measured in one
+// process, interleaved: each sample is a rotation with each variant in turn, so all see the same
+// machine state. The lists end on the default, which stays set afterwards.
 constexpr const char* kDecodeNames[3] = {"tile", "spread_burst", "spread"};
-template <class Call>
-Status ab_decode_us(const Backend& be, int64_t copies, int samples, const Call& call, double out_us[3]) {
-  std::vector<double> t[3];
+constexpr const char* kI8PrefetchNames[2] = {"burst", "spread"};
+constexpr const char* kPrefetchDistances[3] = {"2048", "8192", "4096"};
+using VariantSetter = tb_code (*)(const tb_backend&, const char*, tb_error*);
+template <int N, class Call>
+Status ab_variants_us(const Backend& be, VariantSetter set, const char* const (&names)[N], int64_t copies,
+                      int samples, const Call& call, double (&out_us)[N]) {
+  std::vector<double> t[N];
   for (int s = -1; s < samples; ++s) {  // s = -1: a warm-up rotation of each
-    for (int v = 0; v < 3; ++v) {
+    for (int v = 0; v < N; ++v) {
       tb_error err{};
-      const tb_code code = cpu::set_f32_decode(be.raw(), kDecodeNames[v], &err);
+      const tb_code code = set(be.raw(), names[v], &err);
       if (code != TB_OK) return Status::from_c(code, err);
       const auto t0 = std::chrono::steady_clock::now();
       for (int64_t c = 0; c < copies; ++c) TB_RETURN_IF_ERROR(call(c));
@@ -163,7 +167,7 @@ Status ab_decode_us(const Backend& be, int64_t copies, int samples, const Call& 
       if (s >= 0) t[v].push_back(us / static_cast<double>(copies));
     }
   }
-  for (int v = 0; v < 3; ++v) {
+  for (int v = 0; v < N; ++v) {
     std::sort(t[v].begin(), t[v].end());
     out_us[v] = t[v][t[v].size() / 2];
   }
@@ -272,10 +276,15 @@ Status run_cpu(const Options& opt, std::vector<Case>& out) {
           const tb_gemm_args a{mode, m, x.data(), sh.k, xq.data(), kp, xd.data(), ng, y.data(), sh.n};
           const auto gemm = [&](int64_t c) { return be->gemm(pool->bound[c], a); };
           double ab_us[3] = {-1, -1, -1};  // kDecodeNames order
+          double ab_i8_us[2] = {-1, -1};   // kI8PrefetchNames order
           Result<double> t = -1.0;
-          if (mode == TB_ACT_F32 && m <= 2 && std::string(info.device).find("avx512vnni") != std::string::npos) {
-            TB_RETURN_IF_ERROR(ab_decode_us(be.value(), copies, samples, gemm, ab_us));
+          const bool vnni = std::string(info.device).find("avx512vnni") != std::string::npos;
+          if (mode == TB_ACT_F32 && m <= 2 && vnni) {
+            TB_RETURN_IF_ERROR(ab_variants_us(be.value(), cpu::set_f32_decode, kDecodeNames, copies, samples, gemm, ab_us));
             t = ab_us[2];
+          } else if (mode == TB_ACT_I8 && m == 1 && vnni) {
+            TB_RETURN_IF_ERROR(ab_variants_us(be.value(), cpu::set_i8_prefetch, kI8PrefetchNames, copies, samples, gemm, ab_i8_us));
+            t = ab_i8_us[1];
           } else {
             t = median_us(copies, samples, gemm);
           }
@@ -310,6 +319,21 @@ Status run_cpu(const Options& opt, std::vector<Case>& out) {
             char note[200];
             std::snprintf(note, sizeof note, "%s; decode=spread; interleaved: tile %.1f us (%.2fx), spread_burst %.1f us (%.2fx)",
                           cs.note.c_str(), ab_us[0], ab_us[0] / cs.floor_us, ab_us[1], ab_us[1] / cs.floor_us);
+            cs.note = note;
+          }
+          if (m == 1 && vnni) {  // the software prefetch distance, default 4 KiB
+            double dist_us[3] = {-1, -1, -1};
+            TB_RETURN_IF_ERROR(ab_variants_us(be.value(), cpu::set_prefetch_bytes, kPrefetchDistances, copies,
+                                              samples, gemm, dist_us));
+            char note[240];
+            std::snprintf(note, sizeof note, "%s; prefetch distance 2 / 4 / 8 KiB: %.1f / %.1f / %.1f us",
+                          cs.note.c_str(), dist_us[0], dist_us[2], dist_us[1]);
+            cs.note = note;
+          }
+          if (ab_i8_us[0] > 0) {
+            char note[200];
+            std::snprintf(note, sizeof note, "%s; prefetch=spread; interleaved: burst %.1f us (%.2fx)",
+                          cs.note.c_str(), ab_i8_us[0], ab_i8_us[0] / cs.floor_us);
             cs.note = note;
           }
           cs.peer_us = peer[mi];
