@@ -367,12 +367,6 @@ Status parse_prefetch_bytes(const char* v, const char* what, int* out) {
   return Status();
 }
 
-Status choose_prefetch_bytes(int* out) {
-  *out = 4096;
-  const char* v = std::getenv("TWINBIT_CPU_PREFETCH_BYTES");
-  if (!v || !*v) return Status();
-  return parse_prefetch_bytes(v, "TWINBIT_CPU_PREFETCH_BYTES=", out);
-}
 
 Status parse_f32_decode(const char* v, const char* what, F32Decode* out) {
   if (std::strcmp(v, "spread") == 0) {
@@ -387,12 +381,6 @@ Status parse_f32_decode(const char* v, const char* what, F32Decode* out) {
   return Status();
 }
 
-Status choose_f32_decode(F32Decode* out) {
-  *out = F32Decode::kSpread;
-  const char* v = std::getenv("TWINBIT_CPU_F32_DECODE");
-  if (!v || !*v) return Status();
-  return parse_f32_decode(v, "TWINBIT_CPU_F32_DECODE=", out);
-}
 
 Status parse_i8_prefetch(const char* v, const char* what, I8Prefetch* out) {
   if (std::strcmp(v, "spread") == 0) {
@@ -405,46 +393,41 @@ Status parse_i8_prefetch(const char* v, const char* what, I8Prefetch* out) {
   return Status();
 }
 
-Status choose_i8_prefetch(I8Prefetch* out) {
-  *out = I8Prefetch::kSpread;
-  const char* v = std::getenv("TWINBIT_CPU_I8_PREFETCH");
+// A measurement switch read from the environment at creation: `*out` keeps its default when the
+// variable is unset or empty; a bad value is INVALID_ARGUMENT naming the variable.
+template <class T>
+Status switch_from_env(const char* var, Status (*parse)(const char*, const char*, T*), T* out) {
+  const char* v = std::getenv(var);
   if (!v || !*v) return Status();
-  return parse_i8_prefetch(v, "TWINBIT_CPU_I8_PREFETCH=", out);
+  return parse(v, (std::string(var) + "=").c_str(), out);
+}
+
+// The same switch set on a live backend (the set_* functions of cpu_backend.h).
+template <class T>
+tb_code set_switch(const tb_backend& backend, const char* value, const char* fn,
+                   Status (*parse)(const char*, const char*, T*), T Context::*field, tb_error* err) {
+  if (backend.iface != &kIface || !backend.ctx) {
+    return Error(TB_INVALID_ARGUMENT, "%s: the backend is not a cpu backend", fn).to_c(err);
+  }
+  T v{};
+  Status s = parse(value ? value : "(null)", (std::string(fn) + ": ").c_str(), &v);
+  if (!s.ok()) return s.to_c(err);
+  ctx_of(backend.ctx)->*field = v;
+  return TB_OK;
 }
 
 }  // namespace
 
 tb_code twinbit::cpu::set_prefetch_bytes(const tb_backend& backend, const char* bytes, tb_error* err) {
-  if (backend.iface != &kIface || !backend.ctx) {
-    return Error(TB_INVALID_ARGUMENT, "set_prefetch_bytes: the backend is not a cpu backend").to_c(err);
-  }
-  int n = 4096;
-  Status s = parse_prefetch_bytes(bytes ? bytes : "(null)", "set_prefetch_bytes: ", &n);
-  if (!s.ok()) return s.to_c(err);
-  ctx_of(backend.ctx)->prefetch_bytes = n;
-  return TB_OK;
+  return set_switch(backend, bytes, "set_prefetch_bytes", parse_prefetch_bytes, &Context::prefetch_bytes, err);
 }
 
 tb_code twinbit::cpu::set_i8_prefetch(const tb_backend& backend, const char* name, tb_error* err) {
-  if (backend.iface != &kIface || !backend.ctx) {
-    return Error(TB_INVALID_ARGUMENT, "set_i8_prefetch: the backend is not a cpu backend").to_c(err);
-  }
-  I8Prefetch v = I8Prefetch::kSpread;
-  Status s = parse_i8_prefetch(name ? name : "(null)", "set_i8_prefetch: ", &v);
-  if (!s.ok()) return s.to_c(err);
-  ctx_of(backend.ctx)->i8_prefetch = v;
-  return TB_OK;
+  return set_switch(backend, name, "set_i8_prefetch", parse_i8_prefetch, &Context::i8_prefetch, err);
 }
 
 tb_code twinbit::cpu::set_f32_decode(const tb_backend& backend, const char* name, tb_error* err) {
-  if (backend.iface != &kIface || !backend.ctx) {
-    return Error(TB_INVALID_ARGUMENT, "set_f32_decode: the backend is not a cpu backend").to_c(err);
-  }
-  F32Decode d = F32Decode::kSpread;
-  Status s = parse_f32_decode(name ? name : "(null)", "set_f32_decode: ", &d);
-  if (!s.ok()) return s.to_c(err);
-  ctx_of(backend.ctx)->f32_decode = d;
-  return TB_OK;
+  return set_switch(backend, name, "set_f32_decode", parse_f32_decode, &Context::f32_decode, err);
 }
 
 extern "C" tb_code tb_backend_create_cpu(uint32_t host_abi_version, tb_backend* out,
@@ -459,12 +442,12 @@ extern "C" tb_code tb_backend_create_cpu(uint32_t host_abi_version, tb_backend* 
   int threads = 1;
   if (s.ok()) s = choose_isa(&isa);
   F32Decode f32_decode = F32Decode::kSpread;
-  if (s.ok()) s = choose_threads(&threads);
-  if (s.ok()) s = choose_f32_decode(&f32_decode);
   I8Prefetch i8_prefetch = I8Prefetch::kSpread;
-  if (s.ok()) s = choose_i8_prefetch(&i8_prefetch);
   int prefetch_bytes = 4096;
-  if (s.ok()) s = choose_prefetch_bytes(&prefetch_bytes);
+  if (s.ok()) s = choose_threads(&threads);
+  if (s.ok()) s = switch_from_env("TWINBIT_CPU_F32_DECODE", parse_f32_decode, &f32_decode);
+  if (s.ok()) s = switch_from_env("TWINBIT_CPU_I8_PREFETCH", parse_i8_prefetch, &i8_prefetch);
+  if (s.ok()) s = switch_from_env("TWINBIT_CPU_PREFETCH_BYTES", parse_prefetch_bytes, &prefetch_bytes);
   if (!s.ok()) return s.to_c(err);
   auto ctx = std::unique_ptr<Context>(new (std::nothrow) Context);
   if (!ctx) return Error(TB_RESOURCE_EXHAUSTED, "cpu backend: out of host memory").to_c(err);

@@ -164,6 +164,14 @@ __device__ __forceinline__ void codes_to_i8x4(const Tile& t, int (&w)[8]) {
   }
 }
 
+// dot after the four fmas of k = 4q .. 4q+3 in order: a quarter of a group's sequential chain.
+__device__ __forceinline__ float fma4(const float (&w)[32], int q, float4 v, float dot) {
+  dot = __fmaf_rn(w[4 * q + 0], v.x, dot);
+  dot = __fmaf_rn(w[4 * q + 1], v.y, dot);
+  dot = __fmaf_rn(w[4 * q + 2], v.z, dot);
+  return __fmaf_rn(w[4 * q + 3], v.w, dot);
+}
+
 // The exact int32 dot of one group: 32 int8 codes against 32 int8 activations (two int4 of
 // shared memory), |sum| <= 32 * 127 * 127.
 __device__ __forceinline__ int group_dot_i8(const int (&w)[8], const int4* xr) {
@@ -236,11 +244,7 @@ __device__ __forceinline__ void accumulate_group(const Tile& t, const XStage<A, 
 #pragma unroll
       for (int r = 0; r < MT; ++r) {
         if (r < rows) {
-          const float4 v = reinterpret_cast<const float4*>(&s.x[r][gl * 32])[q];  // broadcast
-          dot[r] = __fmaf_rn(w[4 * q + 0], v.x, dot[r]);
-          dot[r] = __fmaf_rn(w[4 * q + 1], v.y, dot[r]);
-          dot[r] = __fmaf_rn(w[4 * q + 2], v.z, dot[r]);
-          dot[r] = __fmaf_rn(w[4 * q + 3], v.w, dot[r]);
+          dot[r] = fma4(w, q, reinterpret_cast<const float4*>(&s.x[r][gl * 32])[q], dot[r]);  // broadcast
         }
       }
     }
@@ -257,13 +261,7 @@ __device__ __forceinline__ void accumulate_group(const Tile& t, const XStage<A, 
         const float4* xr = reinterpret_cast<const float4*>(&s.x[r][gl * 32]);  // broadcast reads
         float dot = 0.0f;  // the group dot: one sequential fma chain over k
 #pragma unroll
-        for (int q = 0; q < 8; ++q) {
-          const float4 v = xr[q];
-          dot = __fmaf_rn(w[4 * q + 0], v.x, dot);
-          dot = __fmaf_rn(w[4 * q + 1], v.y, dot);
-          dot = __fmaf_rn(w[4 * q + 2], v.z, dot);
-          dot = __fmaf_rn(w[4 * q + 3], v.w, dot);
-        }
+        for (int q = 0; q < 8; ++q) dot = fma4(w, q, xr[q], dot);
         a[r] = __fmaf_rn(dot, ws, a[r]);
       }
     }
@@ -299,15 +297,9 @@ __device__ __forceinline__ void accumulate_group2(const Tile (&t)[2], const XSta
         float d0 = 0.0f, d1 = 0.0f;  // the group dots: one sequential fma chain over k each
 #pragma unroll
         for (int q = 0; q < 8; ++q) {
-          const float4 v = xr[q];
-          d0 = __fmaf_rn(w0[4 * q + 0], v.x, d0);
-          d1 = __fmaf_rn(w1[4 * q + 0], v.x, d1);
-          d0 = __fmaf_rn(w0[4 * q + 1], v.y, d0);
-          d1 = __fmaf_rn(w1[4 * q + 1], v.y, d1);
-          d0 = __fmaf_rn(w0[4 * q + 2], v.z, d0);
-          d1 = __fmaf_rn(w1[4 * q + 2], v.z, d1);
-          d0 = __fmaf_rn(w0[4 * q + 3], v.w, d0);
-          d1 = __fmaf_rn(w1[4 * q + 3], v.w, d1);
+          const float4 v = xr[q];  // one shared-memory read, two chains
+          d0 = fma4(w0, q, v, d0);
+          d1 = fma4(w1, q, v, d1);
         }
         a[0][r] = __fmaf_rn(d0, ws0, a[0][r]);
         a[1][r] = __fmaf_rn(d1, ws1, a[1][r]);
@@ -536,21 +528,45 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) gemm_kernel(const Params
 constexpr int kClusterMax = 8;          // the portable cluster size on sm_90
 constexpr int kClusterFoldBatch = 16;   // partial reads in flight per folding lane
 
-struct ClusterParams {
+// The parameters of the one-row decode kernels that own a strip's slices (cluster, strip blocks).
+struct DecodeParams {
   const uint8_t* codes;     // as Params
   const uint16_t* scales;   // as Params
   const float* x;           // F32: (kp)
   const int8_t* xq;         // I8: (kp)
   const float* xd;          // I8: (ngroups)
   float* y;                 // (n)
-  int n, ngroups, nsplit, nstrips;
-  int strips;               // S: strips one cluster owns (1, 2 or 4)
-  int cluster;              // C: blocks per cluster (1 .. kClusterMax)
-  int warps_per_strip;      // Q = 4C / S: warp j of a strip runs its slices [j*nsplit/Q ...)
+  int n, ngroups, nsplit;
   // split_plan's remainder rule in 32 bits, divided once on the host (a 64-bit division is a
-  // long subroutine on the GPU; the fold evaluates these once per owner warp).
+  // long subroutine on the GPU): warp j of a strip's Q runs slices [j * wbase + min(j, wrem), ...),
+  // slice z starts at group z * gbase + min(z, grem).
   int wbase, wrem;          // nsplit / Q, nsplit % Q
   int gbase, grem;          // ngroups / nsplit, ngroups % nsplit
+};
+
+DecodeParams decode_params(const DeviceStrips& w, const GemmLaunch& a, int64_t nsplit, int64_t q) {
+  DecodeParams p{};
+  p.codes = w.codes;
+  p.scales = w.scales;
+  p.x = a.x;
+  p.xq = a.xq;
+  p.xd = a.xd;
+  p.y = a.y;
+  p.n = static_cast<int>(w.n);
+  p.ngroups = static_cast<int>(w.kp / 32);
+  p.nsplit = static_cast<int>(nsplit);
+  p.wbase = static_cast<int>(nsplit / q);
+  p.wrem = static_cast<int>(nsplit % q);
+  p.gbase = static_cast<int>(w.kp / 32 / nsplit);
+  p.grem = static_cast<int>(w.kp / 32 % nsplit);
+  return p;
+}
+
+struct ClusterParams : DecodeParams {
+  int nstrips;
+  int strips;               // S: strips one cluster owns (1, 2 or 4)
+  int cluster;              // C: blocks per cluster (1 .. kClusterMax)
+  int warps_per_strip;      // Q = 4C / S
 };
 
 // Slices [z0, z1) of a strip's Q warps: split_plan's own remainder rule applied to slices.
@@ -674,19 +690,7 @@ constexpr int kStripMaxWarps = 16;     // warps per block of the strip kernel (5
 constexpr int kStripDepth = 4;         // weight tiles in flight per warp
 constexpr int kStripFoldBatch = 16;    // shared-memory partial reads in flight per folding lane
 
-struct StripParams {
-  const uint8_t* codes;     // as Params
-  const uint16_t* scales;   // as Params
-  const float* x;           // F32: (kp)
-  const int8_t* xq;         // I8: (kp)
-  const float* xd;          // I8: (ngroups)
-  float* y;                 // (n)
-  int n, ngroups, nsplit;
-  // split_plan's remainder rule in 32 bits, divided once on the host: warp j of Q runs slices
-  // [j * wbase + min(j, wrem), ...), slice z starts at group z * gbase + min(z, grem).
-  int wbase, wrem;          // nsplit / Q, nsplit % Q
-  int gbase, grem;          // ngroups / nsplit, ngroups % nsplit
-};
+using StripParams = DecodeParams;
 
 // Block = one strip (32 columns), Q warps; warp j runs a contiguous range of the strip's slices
 // with kStripDepth tiles in flight, reading the activations straight from global memory (one
@@ -781,20 +785,7 @@ Status launch_strip(const DeviceStrips& w, const GemmLaunch& a, int64_t nsplit, 
     return Error(TB_INTERNAL, "gemm strip launch geometry: %lld strips, %lld slices over %d warps",
                  static_cast<long long>(nstrips), static_cast<long long>(nsplit), q);
   }
-  StripParams p{};
-  p.codes = w.codes;
-  p.scales = w.scales;
-  p.x = a.x;
-  p.xq = a.xq;
-  p.xd = a.xd;
-  p.y = a.y;
-  p.n = static_cast<int>(w.n);
-  p.ngroups = static_cast<int>(ngroups);
-  p.nsplit = static_cast<int>(nsplit);
-  p.wbase = static_cast<int>(nsplit / q);
-  p.wrem = static_cast<int>(nsplit % q);
-  p.gbase = static_cast<int>(ngroups / nsplit);
-  p.grem = static_cast<int>(ngroups % nsplit);
+  const StripParams p = decode_params(w, a, nsplit, q);
   const size_t smem = static_cast<size_t>(nsplit) * 32 * sizeof(float);
   pick_strip_kernel(w.prec, a.mode)<<<static_cast<unsigned>(nstrips), q * 32, smem, stream>>>(p);
   TB_CUDA_TRY(cudaGetLastError());
@@ -1014,23 +1005,11 @@ Status launch_cluster(const DeviceStrips& w, const GemmLaunch& a, int64_t nsplit
                  cp.strips, static_cast<long long>(nsplit), cp.warps_per_strip, cp.tiles);
   }
   ClusterParams p{};
-  p.codes = w.codes;
-  p.scales = w.scales;
-  p.x = a.x;
-  p.xq = a.xq;
-  p.xd = a.xd;
-  p.y = a.y;
-  p.n = static_cast<int>(w.n);
-  p.ngroups = static_cast<int>(ngroups);
-  p.nsplit = static_cast<int>(nsplit);
+  static_cast<DecodeParams&>(p) = decode_params(w, a, nsplit, cp.warps_per_strip);
   p.nstrips = static_cast<int>(nstrips);
   p.strips = cp.strips;
   p.cluster = cp.cluster;
   p.warps_per_strip = cp.warps_per_strip;
-  p.wbase = static_cast<int>(nsplit / cp.warps_per_strip);
-  p.wrem = static_cast<int>(nsplit % cp.warps_per_strip);
-  p.gbase = static_cast<int>(ngroups / nsplit);
-  p.grem = static_cast<int>(ngroups % nsplit);
   cudaLaunchConfig_t cfg{};
   cfg.gridDim = dim3(static_cast<unsigned>(cp.blocks));
   cfg.blockDim = dim3(kThreads);

@@ -446,7 +446,7 @@ Status run_cuda(const Options& opt, std::vector<Case>& out) {
               vs.push_back({Format("rowtile%d", rt), [rt](cuda::GemmLaunch& a) { a.row_tile = rt; }});
             }
           }
-          auto times = time_events_interleaved(s, 3, reps, static_cast<int>(vs.size()), [&](int v, int j) {
+          const auto base_launch = [&] {  // the default launch on this case's buffers
             cuda::GemmLaunch a;
             a.mode = mode;
             a.m = m;
@@ -456,6 +456,10 @@ Status run_cuda(const Options& opt, std::vector<Case>& out) {
             a.y = static_cast<float*>(dy.p);
             a.partial = static_cast<float*>(dpart.p);
             a.counters = static_cast<unsigned*>(dcnt.p);
+            return a;
+          };
+          auto times = time_events_interleaved(s, 3, reps, static_cast<int>(vs.size()), [&](int v, int j) {
+            cuda::GemmLaunch a = base_launch();
             vs[v].set(a);
             return cuda::launch_gemm(devs[j % copies], a, s);
           });
@@ -477,16 +481,7 @@ Status run_cuda(const Options& opt, std::vector<Case>& out) {
           for (size_t v = 1; v < vs.size(); ++v) c.note += Format("%s_us=%.2f ", vs[v].name.c_str(), (*times)[v]);
           {  // the default launch inside a sequence of launches (different weight copies)
             auto b2b = time_back_to_back(s, std::max(5, reps / 5), 20, [&](int j) {
-              cuda::GemmLaunch a;
-              a.mode = mode;
-              a.m = m;
-              a.x = static_cast<const float*>(dx.p);
-              a.xq = static_cast<const int8_t*>(dq.p);
-              a.xd = static_cast<const float*>(dd.p);
-              a.y = static_cast<float*>(dy.p);
-              a.partial = static_cast<float*>(dpart.p);
-              a.counters = static_cast<unsigned*>(dcnt.p);
-              return cuda::launch_gemm(devs[j % copies], a, s);
+              return cuda::launch_gemm(devs[j % copies], base_launch(), s);
             });
             if (!b2b.ok()) return b2b.status();
             c.note += Format("b2b_us=%.2f ", *b2b);
