@@ -150,6 +150,33 @@ TEST_CASE("gpu gemm K100 not multiple of 32 is UNIMPLEMENTED with its reason, q8
   }
 }
 
+TEST_CASE("gpu gemm prefill on large grids equals reference bits: two strips per warp (N151936 K256 M33) and every slice per block (N12288 K256 M33), q8 q4 x f32 i8") {
+  // The sweep's grids are small; these shapes take the prefill schedules chosen for large grids
+  // (plan_prefill in backends/cuda/gemm_kernels.cu): at N 151936 two strips per warp (mode F32
+  // with one slice per block, mode I8 over every slice), at N 12288 one strip per warp over every
+  // slice with the rows inside the k loop. K 256 keeps the reference affordable (2 slices of 4).
+  auto cuda = cuda_or_skip();
+  if (!cuda) return;
+  for (int64_t n : {151936, 12288}) {
+    for (tb_prec prec : {TB_PREC_Q8, TB_PREC_Q4}) {
+      const int64_t k = 256, m = 33;
+      HostStrips h = random_strips(prec, n, k, 91 + n + prec);
+      auto bound = cuda->bind(strips_view(h));
+      REQUIRE(bound.ok());
+      for (tb_act_mode mode : {TB_ACT_F32, TB_ACT_I8}) {
+        Activations a = make_activations(m, k, 17 + n + mode);
+        const auto want = reference(mode, m, h.view, a);
+        std::vector<float> got(want.size(), std::nanf("0x7ab"));
+        const Status st = cuda->gemm(*bound, gemm_args(mode, m, h.view, a, got.data()));
+        REQUIRE_MESSAGE(st.ok(), st.to_string());
+        const auto d = bit_diff(want.data(), got.data(), m * n);
+        CHECK_MESSAGE(d.first == 0, std::string(prec_name(prec)) << " " << std::string(act_mode_name(mode))
+                                        << " N=" << n << ": " << d.first << " floats differ, first at " << d.second);
+      }
+    }
+  }
+}
+
 TEST_CASE("gpu gemm batch invariance: M33 rows equal 33 single-row calls, N257 K2048, q8 q4 x f32 i8") {
   auto cuda = cuda_or_skip();
   if (!cuda) return;
