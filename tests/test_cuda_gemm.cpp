@@ -361,6 +361,134 @@ TEST_CASE("gpu bind beyond device memory is RESOURCE_EXHAUSTED with sizes, not a
   CHECK(bound.status().message().find("bytes") != std::string::npos);
   MESSAGE(bound.status().to_string());
 }
+
+// Device memory for one test launch, freed on scope exit.
+struct DeviceBuffer {
+  void* p = nullptr;
+  explicit DeviceBuffer(size_t bytes) { REQUIRE(cudaMalloc(&p, std::max<size_t>(bytes, 4)) == cudaSuccess); }
+  ~DeviceBuffer() { cudaFree(p); }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+};
+
+TEST_CASE("gpu gemm every measured launch variant (GemmLaunch switches the benchmark times) equals reference bits, q8 q4 x f32 i8, (N,K) {(1000,2048),(257,6144)}, M 1 and 33") {
+  // The backend runs the default schedule; the benchmark also times the alternatives behind
+  // GemmLaunch's switches. Their times only mean something if their bits are right too.
+  auto cuda = cuda_or_skip();
+  if (!cuda) return;
+  using cuda::GemmLaunch;
+  using cuda::Toggle;
+  struct Variant {
+    const char* name;
+    int64_t m;
+    void (*set)(GemmLaunch&);
+  };
+  const Variant variants[] = {
+      {"decode: strip blocks", 1, [](GemmLaunch& a) { a.decode = cuda::DecodePath::kStripBlocks; }},
+      {"decode: slice blocks", 1, [](GemmLaunch& a) { a.decode = cuda::DecodePath::kSliceBlocks; }},
+      {"decode: slice blocks unpacked", 1, [](GemmLaunch& a) {
+         a.decode = cuda::DecodePath::kSliceBlocks;
+         a.packed_decode = Toggle::kOff;
+       }},
+      {"decode: merged slices", 1, [](GemmLaunch& a) {
+         a.decode = cuda::DecodePath::kSliceBlocks;
+         a.merge_slices = true;
+       }},
+      {"decode: prefetch 2", 1, [](GemmLaunch& a) {
+         a.decode = cuda::DecodePath::kSliceBlocks;
+         a.prefetch = 2;
+       }},
+      {"decode: merged, prefetch 2", 1, [](GemmLaunch& a) {
+         a.decode = cuda::DecodePath::kSliceBlocks;
+         a.merge_slices = true;
+         a.prefetch = 2;
+       }},
+      {"decode: I2F", 1, [](GemmLaunch& a) {
+         a.decode = cuda::DecodePath::kSliceBlocks;
+         a.convert = cuda::CodeConvert::kI2F;
+       }},
+      {"prefill: one strip, rows outer, one slice", 33, [](GemmLaunch& a) {
+         a.cols_per_lane = 1;
+         a.rows_inner = Toggle::kOff;
+         a.all_slices = Toggle::kOff;
+       }},
+      {"prefill: one strip, rows inner, every slice", 33, [](GemmLaunch& a) {
+         a.cols_per_lane = 1;
+         a.rows_inner = Toggle::kOn;
+         a.all_slices = Toggle::kOn;
+       }},
+      {"prefill: one strip, rows inner, one slice", 33, [](GemmLaunch& a) {
+         a.cols_per_lane = 1;
+         a.rows_inner = Toggle::kOn;
+         a.all_slices = Toggle::kOff;
+       }},
+      {"prefill: two strips, one slice", 33, [](GemmLaunch& a) {
+         a.cols_per_lane = 2;
+         a.all_slices = Toggle::kOff;
+       }},
+      {"prefill: two strips, every slice", 33, [](GemmLaunch& a) {
+         a.cols_per_lane = 2;
+         a.all_slices = Toggle::kOn;
+       }},
+      {"prefill: two strips unpacked, every slice", 33, [](GemmLaunch& a) {
+         a.cols_per_lane = 2;
+         a.packed_prefill = Toggle::kOff;
+         a.all_slices = Toggle::kOn;
+       }},
+      {"prefill: row tile 16", 33, [](GemmLaunch& a) { a.row_tile = 16; }},
+      {"prefill: I2F", 33, [](GemmLaunch& a) { a.convert = cuda::CodeConvert::kI2F; }},
+  };
+  cudaStream_t stream = nullptr;
+  REQUIRE(cudaStreamCreate(&stream) == cudaSuccess);
+  int64_t calls = 0;
+  const int64_t shapes[][2] = {{1000, 2048}, {257, 6144}};
+  for (tb_prec prec : {TB_PREC_Q8, TB_PREC_Q4}) {
+    for (const auto& nk : shapes) {
+      const int64_t n = nk[0], k = nk[1], kp = pad32(k), ng = kp / 32, max_m = 33;
+      HostStrips h = random_strips(prec, n, k, 29 + n + k + prec);
+      auto bound = cuda->bind(strips_view(h));
+      REQUIRE(bound.ok());
+      cuda::DeviceStrips dev;
+      REQUIRE(cuda::device_strips(cuda->raw(), bound->handle(), &dev).ok());
+      Activations a = make_activations(max_m, k, 3 + n + k);
+      DeviceBuffer dx(a.x.size() * 4), dq(a.xq.size()), dd(a.xd.size() * 4), dy(static_cast<size_t>(max_m * n) * 4);
+      DeviceBuffer dpart(cuda::gemm_partial_floats(dev, max_m) * 4);
+      const size_t counter_bytes = cuda::gemm_counter_count(dev, max_m) * 4;
+      DeviceBuffer dcnt(counter_bytes);
+      REQUIRE(cudaMemset(dcnt.p, 0, std::max<size_t>(counter_bytes, 4)) == cudaSuccess);
+      REQUIRE(cudaMemcpy(dx.p, a.x.data(), a.x.size() * 4, cudaMemcpyHostToDevice) == cudaSuccess);
+      REQUIRE(cudaMemcpy(dq.p, a.xq.data(), a.xq.size(), cudaMemcpyHostToDevice) == cudaSuccess);
+      REQUIRE(cudaMemcpy(dd.p, a.xd.data(), a.xd.size() * 4, cudaMemcpyHostToDevice) == cudaSuccess);
+      for (tb_act_mode mode : {TB_ACT_F32, TB_ACT_I8}) {
+        const auto want = reference(mode, max_m, h.view, a);
+        for (const Variant& v : variants) {
+          GemmLaunch l;
+          l.mode = mode;
+          l.m = v.m;
+          l.x = static_cast<const float*>(dx.p);
+          l.xq = static_cast<const int8_t*>(dq.p);
+          l.xd = static_cast<const float*>(dd.p);
+          l.y = static_cast<float*>(dy.p);
+          l.partial = static_cast<float*>(dpart.p);
+          l.counters = static_cast<unsigned*>(dcnt.p);
+          v.set(l);
+          REQUIRE(cudaMemset(dy.p, 0xff, static_cast<size_t>(max_m * n) * 4) == cudaSuccess);
+          const Status st = cuda::launch_gemm(dev, l, stream);
+          REQUIRE_MESSAGE(st.ok(), v.name << ": " << st.to_string());
+          REQUIRE(cudaStreamSynchronize(stream) == cudaSuccess);
+          std::vector<float> got(static_cast<size_t>(v.m * n));
+          REQUIRE(cudaMemcpy(got.data(), dy.p, got.size() * 4, cudaMemcpyDeviceToHost) == cudaSuccess);
+          ++calls;
+          CHECK_MESSAGE(bit_diff(want.data(), got.data(), v.m * n).first == 0,
+                        v.name << ", " << std::string(prec_name(prec)) << " " << std::string(act_mode_name(mode))
+                               << " N=" << n << " K=" << k << " M=" << v.m << " (ng " << ng << ")");
+        }
+      }
+    }
+  }
+  cudaStreamDestroy(stream);
+  MESSAGE("launch variants: " << calls << " launches compared with the reference");
+}
 #endif
 
 }  // TEST_SUITE
