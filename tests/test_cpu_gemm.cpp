@@ -15,6 +15,7 @@
 #include <cmath>
 #include <random>
 #include <cstdio>
+#include <utility>
 #include <vector>
 
 #include "backends/cpu/cpu_backend.h"
@@ -199,16 +200,20 @@ std::vector<float> edge_activations(int64_t count, uint64_t seed) {
   return x;
 }
 
-TEST_CASE("cpu gemm mode f32 decode variants tile, spread and spread_burst equal ref::gemm_f32 bitwise, q8 q4, M 1..3, N 1/33/257/1000, K 32..2048, edge activations, avx512vnni") {
+TEST_CASE("cpu gemm mode f32 decode variants tile, spread and spread_burst x prefetch into L1 or L2 equal ref::gemm_f32 bitwise, q8 q4, M 1..3, N 1/33/257/1000, K 32..2048, edge activations, avx512vnni") {
   if (!cpu::isa_runnable(cpu::Isa::kAvx512vnni)) {
     MESSAGE("avx512vnni is not runnable here: only the tile path exists on the other tags");
     return;
   }
   int64_t calls = 0;
-  for (const char* variant : {"tile", "spread", "spread_burst"}) {
+  const std::pair<const char*, const char*> runs[] = {{"tile", "l2"},   {"spread", "l2"}, {"spread_burst", "l2"},
+                                                       {"tile", "l1"},   {"spread", "l1"}, {"spread_burst", "l1"}};
+  for (const auto& [variant, level] : runs) {
     ::setenv("TWINBIT_CPU_F32_DECODE", variant, 1);
+    ::setenv("TWINBIT_CPU_PREFETCH_LEVEL", level, 1);
     auto be = cpu_backend_for(cpu::Isa::kAvx512vnni);
     ::unsetenv("TWINBIT_CPU_F32_DECODE");
+    ::unsetenv("TWINBIT_CPU_PREFETCH_LEVEL");
     REQUIRE_MESSAGE(be.ok(), be.status().to_string());
     for (tb_prec prec : {TB_PREC_Q8, TB_PREC_Q4}) {
       for (int64_t n : {1, 33, 257, 1000}) {
@@ -229,7 +234,7 @@ TEST_CASE("cpu gemm mode f32 decode variants tile, spread and spread_burst equal
             Status st = be->gemm(bound.value(), a);
             REQUIRE_MESSAGE(st.ok(), st.to_string());
             const int64_t diff = first_difference(y.data(), ref.data(), static_cast<size_t>(mm * n));
-            INFO("variant " << std::string(variant) << " " << std::string(prec_name(prec)) << " N=" << n << " K=" << k << " M=" << mm);
+            INFO("variant " << std::string(variant) << " prefetch " << level << " " << std::string(prec_name(prec)) << " N=" << n << " K=" << k << " M=" << mm);
             CHECK_MESSAGE(diff < 0, "first difference at flat index " << diff << ": " << (diff < 0 ? 0.0f : y[diff])
                                     << " vs reference " << (diff < 0 ? 0.0f : ref[diff]));
             ++calls;
@@ -261,7 +266,7 @@ TEST_CASE("cpu backend: TWINBIT_CPU_F32_DECODE unknown value is INVALID_ARGUMENT
   CHECK(cpu::set_f32_decode(other, "tile", &err) == TB_INVALID_ARGUMENT);
 }
 
-TEST_CASE("cpu gemm mode i8 prefetch variants (burst, spread) x distances (0, 2 KiB, 64 KiB) equal ref::gemm_i8 bitwise, q8 q4, M 1 and 5, N 33/1000, K 96/2048, avx512vnni") {
+TEST_CASE("cpu gemm mode i8 prefetch variants (burst, spread) x distances (0, 2 KiB with L1, 64 KiB with L2) equal ref::gemm_i8 bitwise, q8 q4, M 1 and 5, N 33/1000, K 96/2048, avx512vnni") {
   if (!cpu::isa_runnable(cpu::Isa::kAvx512vnni)) {
     MESSAGE("avx512vnni is not runnable here: the other tags prefetch one way");
     return;
@@ -286,15 +291,17 @@ TEST_CASE("cpu gemm mode i8 prefetch variants (burst, spread) x distances (0, 2 
         REQUIRE(bound.ok());
         for (const char* variant : {"burst", "spread"}) {
           for (const char* bytes : {"0", "2048", "65536"}) {
+            const char* level = bytes[0] == '2' ? "l1" : "l2";  // both levels, each distance once
             tb_error err{};
             REQUIRE(cpu::set_i8_prefetch(be->raw(), variant, &err) == TB_OK);
             REQUIRE(cpu::set_prefetch_bytes(be->raw(), bytes, &err) == TB_OK);
+            REQUIRE(cpu::set_prefetch_level(be->raw(), level, &err) == TB_OK);
             for (int64_t mm : {int64_t{1}, m}) {
               std::vector<float> y(static_cast<size_t>(mm * n));
               tb_gemm_args a{TB_ACT_I8, mm, nullptr, 0, xq.data(), k, xd.data(), ng, y.data(), n};
               const Status st = be->gemm(bound.value(), a);
               REQUIRE_MESSAGE(st.ok(), st.to_string());
-              INFO(variant << " " << bytes << " B " << std::string(prec_name(prec)) << " N=" << n << " K=" << k << " M=" << mm);
+              INFO(variant << " " << bytes << " B " << level << " " << std::string(prec_name(prec)) << " N=" << n << " K=" << k << " M=" << mm);
               CHECK(first_difference(y.data(), ref.data(), static_cast<size_t>(mm * n)) < 0);
               ++calls;
             }
@@ -306,7 +313,7 @@ TEST_CASE("cpu gemm mode i8 prefetch variants (burst, spread) x distances (0, 2 
   MESSAGE(calls << " gemm calls memcmp-equal to the reference");
 }
 
-TEST_CASE("cpu backend: TWINBIT_CPU_I8_PREFETCH and TWINBIT_CPU_PREFETCH_BYTES bad values are INVALID_ARGUMENT naming them; the setters check their arguments") {
+TEST_CASE("cpu backend: TWINBIT_CPU_I8_PREFETCH, TWINBIT_CPU_PREFETCH_BYTES and TWINBIT_CPU_PREFETCH_LEVEL bad values are INVALID_ARGUMENT naming them; the setters check their arguments") {
   ::setenv("TWINBIT_CPU_I8_PREFETCH", "eager", 1);
   auto b = create_cpu_backend();
   ::unsetenv("TWINBIT_CPU_I8_PREFETCH");
@@ -337,6 +344,14 @@ TEST_CASE("cpu backend: TWINBIT_CPU_I8_PREFETCH and TWINBIT_CPU_PREFETCH_BYTES b
   tb_backend other{};
   CHECK(cpu::set_i8_prefetch(other, "burst", &err) == TB_INVALID_ARGUMENT);
   CHECK(cpu::set_prefetch_bytes(other, "4096", &err) == TB_INVALID_ARGUMENT);
+  ::setenv("TWINBIT_CPU_PREFETCH_LEVEL", "l3", 1);
+  auto lvl = create_cpu_backend();
+  ::unsetenv("TWINBIT_CPU_PREFETCH_LEVEL");
+  REQUIRE_FALSE(lvl.ok());
+  CHECK(lvl.status().code() == TB_INVALID_ARGUMENT);
+  CHECK(lvl.status().message().find("l1, l2") != std::string::npos);
+  CHECK(cpu::set_prefetch_level(ok->raw(), "l1", &err) == TB_OK);
+  CHECK(cpu::set_prefetch_level(ok->raw(), "L2", &err) == TB_INVALID_ARGUMENT);
 }
 
 TEST_CASE("cpu backend: TWINBIT_CPU_ARCH unknown value is INVALID_ARGUMENT listing the valid tags") {

@@ -32,7 +32,8 @@ struct Context {
   int threads = 1;
   F32Decode f32_decode = F32Decode::kSpread;
   I8Prefetch i8_prefetch = I8Prefetch::kSpread;
-  int prefetch_bytes = 4096;
+  int prefetch_bytes = 8192;
+  bool prefetch_l2 = true;
   std::unique_ptr<tbb::task_arena> arena;
   std::string device;
   std::string features;
@@ -187,6 +188,7 @@ tb_code gemm(void* c, void* handle, const tb_gemm_args* a, tb_error* err) {
   p.f32_decode = ctx.f32_decode;
   p.i8_prefetch = ctx.i8_prefetch;
   p.prefetch_bytes = ctx.prefetch_bytes;
+  p.prefetch_l2 = ctx.prefetch_l2;
   p.y = a->y;
   p.ldy = a->ldy;
   PaddedRows padded;
@@ -368,6 +370,17 @@ Status parse_prefetch_bytes(const char* v, const char* what, int* out) {
 }
 
 
+Status parse_prefetch_level(const char* v, const char* what, bool* l2) {
+  if (std::strcmp(v, "l1") == 0) {
+    *l2 = false;
+  } else if (std::strcmp(v, "l2") == 0) {
+    *l2 = true;
+  } else {
+    return Error(TB_INVALID_ARGUMENT, "%s%s is not a prefetch level (valid: l1, l2)", what, v);
+  }
+  return Status();
+}
+
 Status parse_f32_decode(const char* v, const char* what, F32Decode* out) {
   if (std::strcmp(v, "spread") == 0) {
     *out = F32Decode::kSpread;
@@ -422,6 +435,10 @@ tb_code twinbit::cpu::set_prefetch_bytes(const tb_backend& backend, const char* 
   return set_switch(backend, bytes, "set_prefetch_bytes", parse_prefetch_bytes, &Context::prefetch_bytes, err);
 }
 
+tb_code twinbit::cpu::set_prefetch_level(const tb_backend& backend, const char* level, tb_error* err) {
+  return set_switch(backend, level, "set_prefetch_level", parse_prefetch_level, &Context::prefetch_l2, err);
+}
+
 tb_code twinbit::cpu::set_i8_prefetch(const tb_backend& backend, const char* name, tb_error* err) {
   return set_switch(backend, name, "set_i8_prefetch", parse_i8_prefetch, &Context::i8_prefetch, err);
 }
@@ -443,11 +460,13 @@ extern "C" tb_code tb_backend_create_cpu(uint32_t host_abi_version, tb_backend* 
   if (s.ok()) s = choose_isa(&isa);
   F32Decode f32_decode = F32Decode::kSpread;
   I8Prefetch i8_prefetch = I8Prefetch::kSpread;
-  int prefetch_bytes = 4096;
+  int prefetch_bytes = 8192;
   if (s.ok()) s = choose_threads(&threads);
   if (s.ok()) s = switch_from_env("TWINBIT_CPU_F32_DECODE", parse_f32_decode, &f32_decode);
   if (s.ok()) s = switch_from_env("TWINBIT_CPU_I8_PREFETCH", parse_i8_prefetch, &i8_prefetch);
   if (s.ok()) s = switch_from_env("TWINBIT_CPU_PREFETCH_BYTES", parse_prefetch_bytes, &prefetch_bytes);
+  bool prefetch_l2 = true;
+  if (s.ok()) s = switch_from_env("TWINBIT_CPU_PREFETCH_LEVEL", parse_prefetch_level, &prefetch_l2);
   if (!s.ok()) return s.to_c(err);
   auto ctx = std::unique_ptr<Context>(new (std::nothrow) Context);
   if (!ctx) return Error(TB_RESOURCE_EXHAUSTED, "cpu backend: out of host memory").to_c(err);
@@ -457,6 +476,7 @@ extern "C" tb_code tb_backend_create_cpu(uint32_t host_abi_version, tb_backend* 
   ctx->f32_decode = f32_decode;
   ctx->i8_prefetch = i8_prefetch;
   ctx->prefetch_bytes = prefetch_bytes;
+  ctx->prefetch_l2 = prefetch_l2;
   ctx->arena = std::make_unique<tbb::task_arena>(threads);
   ctx->device = cpu_model_name() + " (" + std::to_string(threads) + " threads, " +
                 isa_name(isa) + ")";

@@ -18,7 +18,9 @@
 //   TWINBIT_CPU_I8_PREFETCH=<v> when the avx512vnni I8 kernels prefetch the tiles ahead: spread
 //                              (default) or burst (cpu_kernels.h, I8Prefetch). Same bits.
 //   TWINBIT_CPU_PREFETCH_BYTES=<n> software prefetch distance in bytes of codes, 0 .. 65536
-//                              (default 4096: 4 q8 or 8 q4 tiles; 0 turns it off). Same bits.
+//                              (default 8192: 8 q8 or 16 q4 tiles; 0 turns it off). Same bits.
+//   TWINBIT_CPU_PREFETCH_LEVEL=<v> where software prefetches bring lines: l2 (default) or l1.
+//                              Same bits.
 //
 // Subnormals: the contract forbids flush-to-zero. Creation and every operation (inside the
 // arena, on each worker) check MXCSR; FTZ or DAZ set gives FAILED_PRECONDITION.
@@ -44,4 +46,6 @@ tb_code set_f32_decode(const tb_backend& backend, const char* name, tb_error* er
 tb_code set_i8_prefetch(const tb_backend& backend, const char* name, tb_error* err);
 // Switches the prefetch distance ("0" .. "65536" bytes, as TWINBIT_CPU_PREFETCH_BYTES); as above.
 tb_code set_prefetch_bytes(const tb_backend& backend, const char* bytes, tb_error* err);
+// Switches the prefetch level ("l1" or "l2", as TWINBIT_CPU_PREFETCH_LEVEL); as above.
+tb_code set_prefetch_level(const tb_backend& backend, const char* level, tb_error* err);
 }  // namespace twinbit::cpu

@@ -67,7 +67,8 @@ struct GemmParams {
   int64_t ldy;
   F32Decode f32_decode = F32Decode::kSpread;
   I8Prefetch i8_prefetch = I8Prefetch::kSpread;
-  int64_t prefetch_bytes = 4096;  // software prefetch distance in bytes of codes (0: none)
+  int64_t prefetch_bytes = 8192;  // software prefetch distance in bytes of codes (0: none)
+  bool prefetch_l2 = true;        // prefetch into L2 only (T1), or into L1 (T0)
 };
 
 struct KernelTable {

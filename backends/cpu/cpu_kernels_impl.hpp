@@ -64,16 +64,16 @@ struct SliceAccumulator {
 // Software prefetch of the tile GemmParams::prefetch_bytes ahead (strips are contiguous, so
 // "ahead" runs on into the next strip): the kernels consume a tile per ~30-60 ns per thread,
 // faster than the hardware prefetchers ramp up on a fresh strip. Prefetches never fault, even
-// past the end. 0 turns them off. The distance is in bytes: measured, the best distance is the
-// same 4 KiB for q8 (4 tiles) and q4 (8 tiles).
+// past the end. 0 turns them off. The distance is in bytes (the best distance measured about the
+// same for q8 and q4), and the lines go into L2 only (GemmParams::prefetch_l2): an L1 prefetch
+// holds one of the core's few L1 miss buffers for the whole DRAM round trip, an L2 prefetch does
+// not, so more lines are in flight (measured: lm_head I8 12.6 vs 13.9 ms, F32 15.3 vs 16.3 ms).
 inline int64_t prefetch_tiles(const GemmParams& p, int64_t tile_bytes) { return p.prefetch_bytes / tile_bytes; }
-#ifndef TWINBIT_CPU_PREFETCH_HINT
-#define TWINBIT_CPU_PREFETCH_HINT _MM_HINT_T0
-#endif
 inline void prefetch_ahead(const GemmParams& p, const uint8_t* tile, int64_t tile_bytes) {
   if (p.prefetch_bytes > 0) {
     const char* a = reinterpret_cast<const char*>(tile + prefetch_tiles(p, tile_bytes) * tile_bytes);
-    for (int64_t b = 0; b < tile_bytes; b += 64) _mm_prefetch(a + b, TWINBIT_CPU_PREFETCH_HINT);
+    const bool l2 = p.prefetch_l2;
+    for (int64_t b = 0; b < tile_bytes; b += 64) prefetch_line(a + b, l2);
   }
 }
 
@@ -129,8 +129,9 @@ void f32_groups_tile(const GemmParams& p, int64_t strip, int64_t g0, int gs, con
 // having done nothing, when some x * 2^-24 of these groups is not exact; the caller then takes
 // the tile path for them.
 // kSpreadPrefetch: the next tiles' software prefetches are issued a few at a time inside the k
-// loop instead of all 16 lines of a tile before it (see F32Decode::kSpread).
-template <int NR, int GS, bool kSpreadPrefetch>
+// loop instead of all 16 lines of a tile before it (see F32Decode::kSpread). kL2: into L2 only
+// (GemmParams::prefetch_l2; a template parameter so the k loop carries no branch).
+template <int NR, int GS, bool kSpreadPrefetch, bool kL2>
 bool f32_groups_spread(const GemmParams& p, int64_t strip, int64_t g0, int gs, const float* const* xr,
                        SliceAccumulator<Isa::kAvx512vnni, NR>& acc) {
   using F = FBatch<Isa::kAvx512vnni>;
@@ -170,7 +171,7 @@ bool f32_groups_spread(const GemmParams& p, int64_t strip, int64_t g0, int gs, c
     if (spread_prefetch) {
       for (int j = 0; j < GS; ++j) {
         for (int64_t l = 0; l < lines_per_q; ++l) {
-          _mm_prefetch(ahead + j * tb + (q * lines_per_q + l) * 64, TWINBIT_CPU_PREFETCH_HINT);
+          _mm_prefetch(ahead + j * tb + (q * lines_per_q + l) * 64, kL2 ? _MM_HINT_T1 : _MM_HINT_T0);
         }
       }
     }
@@ -212,8 +213,13 @@ void gemm_f32_strip(const GemmParams& p, int64_t strip, int64_t row0) {
     const int gs = static_cast<int>(std::min<int64_t>(GS, p.ngroups - g0));
 #if defined(__AVX512VBMI__)
     if constexpr (I == Isa::kAvx512vnni && NR <= 2) {
-      if (p.f32_decode == F32Decode::kSpread && f32_groups_spread<NR, GS, true>(p, strip, g0, gs, xr, acc)) continue;
-      if (p.f32_decode == F32Decode::kSpreadBurst && f32_groups_spread<NR, GS, false>(p, strip, g0, gs, xr, acc)) continue;
+      if (p.f32_decode == F32Decode::kSpread) {
+        if (p.prefetch_l2 ? f32_groups_spread<NR, GS, true, true>(p, strip, g0, gs, xr, acc)
+                          : f32_groups_spread<NR, GS, true, false>(p, strip, g0, gs, xr, acc)) {
+          continue;
+        }
+      }
+      if (p.f32_decode == F32Decode::kSpreadBurst && f32_groups_spread<NR, GS, false, false>(p, strip, g0, gs, xr, acc)) continue;
     }
 #endif
     f32_groups_tile<I, NR, GS>(p, strip, g0, gs, xr, acc);
@@ -291,7 +297,7 @@ void gemm_i8_strip(const GemmParams& p, int64_t strip, int64_t row0) {
     const uint8_t* t = p.codes + tile * tb;
     if (spread) {
       group_dots<I, NR>(t, p.prec, xr, sr, g, isum, reinterpret_cast<const char*>(t + prefetch_tiles(p, tb) * tb),
-                        static_cast<int>(tb / 64));
+                        static_cast<int>(tb / 64), p.prefetch_l2);
     } else {
       prefetch_ahead(p, t, tb);
       group_dots<I, NR>(t, p.prec, xr, sr, g, isum);

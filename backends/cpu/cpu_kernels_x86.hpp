@@ -15,6 +15,15 @@
 
 namespace twinbit::cpu::detail {
 
+// One software prefetch of the line at a: into L1 (T0), or into L2 only (T1; GemmParams::prefetch_l2).
+inline void prefetch_line(const char* a, bool l2) {
+  if (l2) {
+    _mm_prefetch(a, _MM_HINT_T1);
+  } else {
+    _mm_prefetch(a, _MM_HINT_T0);
+  }
+}
+
 // ---- avx512vnni: VBMI byte transpose of a tile for the F32 mode ------------------------------
 // A q8 tile is 16 zmm registers, register r = columns 2r, 2r+1 (byte = (c & 1) * 32 + k). The
 // F32 kernel needs, for each k, the 16 codes of a half tile's columns contiguous (one
@@ -180,10 +189,10 @@ inline void dword_stage(const __m512i* in, __m512i* out, std::integer_sequence<i
 template <int NR>
 inline void group_dots_vnni(const uint8_t* tile, tb_prec prec, const int8_t* const* xr,
                             const int32_t* const* xsum, int64_t g, int32_t (*isum)[32],
-                            const char* ahead = nullptr, int lines = 0) {
+                            const char* ahead = nullptr, int lines = 0, bool l2 = false) {
   const int quarter = lines / 4;
   auto prefetch_quarter = [&](int part) {
-    for (int l = part * quarter; l < (part + 1) * quarter; ++l) _mm_prefetch(ahead + 64 * l, _MM_HINT_T0);
+    for (int l = part * quarter; l < (part + 1) * quarter; ++l) prefetch_line(ahead + 64 * l, l2);
   };
   __m512i a[16], b[16];
   int32_t bias = 8;
@@ -314,16 +323,17 @@ inline void transpose_tile(const uint8_t* tile, tb_prec prec, int8_t* wt) {
 template <Isa I, int NR>
 inline void group_dots(const uint8_t* tile, tb_prec prec, const int8_t* const* xr,
                        const int32_t* const* xsum, int64_t g, int32_t (*isum)[32],
-                       const char* ahead = nullptr, int lines = 0) {
+                       const char* ahead = nullptr, int lines = 0, bool l2 = false) {
 #if defined(__AVX512VBMI__)
   if constexpr (I == Isa::kAvx512vnni) {
-    group_dots_vnni<NR>(tile, prec, xr, xsum, g, isum, ahead, lines);
+    group_dots_vnni<NR>(tile, prec, xr, xsum, g, isum, ahead, lines, l2);
     return;
   }
 #endif
   (void)xsum;
   (void)ahead;
   (void)lines;
+  (void)l2;
   alignas(64) int8_t unpacked[32 * 32];
   const int8_t* cm = reinterpret_cast<const int8_t*>(tile);  // (32 columns, 32 k)
   if (prec == TB_PREC_Q4) {

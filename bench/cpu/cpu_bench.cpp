@@ -150,7 +150,8 @@ Result<double> median_us(int64_t copies, int samples, const Call& call) {
 // machine state. The lists end on the default, which stays set afterwards.
 constexpr const char* kDecodeNames[3] = {"tile", "spread_burst", "spread"};
 constexpr const char* kI8PrefetchNames[2] = {"burst", "spread"};
-constexpr const char* kPrefetchDistances[3] = {"2048", "8192", "4096"};
+constexpr const char* kPrefetchDistances[5] = {"0", "2048", "4096", "16384", "8192"};
+constexpr const char* kPrefetchLevels[2] = {"l1", "l2"};
 using VariantSetter = tb_code (*)(const tb_backend&, const char*, tb_error*);
 template <int N, class Call>
 Status ab_variants_us(const Backend& be, VariantSetter set, const char* const (&names)[N], int64_t copies,
@@ -321,13 +322,21 @@ Status run_cpu(const Options& opt, std::vector<Case>& out) {
                           cs.note.c_str(), ab_us[0], ab_us[0] / cs.floor_us, ab_us[1], ab_us[1] / cs.floor_us);
             cs.note = note;
           }
-          if (m == 1 && vnni) {  // the software prefetch distance, default 4 KiB
-            double dist_us[3] = {-1, -1, -1};
+          if (m == 1 && vnni) {  // the software prefetch level, default l2
+            double lvl_us[2] = {-1, -1};
+            TB_RETURN_IF_ERROR(ab_variants_us(be.value(), cpu::set_prefetch_level, kPrefetchLevels, copies,
+                                              samples, gemm, lvl_us));
+            char note[240];
+            std::snprintf(note, sizeof note, "%s; prefetch into L1 %.1f us", cs.note.c_str(), lvl_us[0]);
+            cs.note = note;
+          }
+          if (m == 1 && vnni) {  // the software prefetch distance, default 8 KiB
+            double dist_us[5] = {-1, -1, -1, -1, -1};
             TB_RETURN_IF_ERROR(ab_variants_us(be.value(), cpu::set_prefetch_bytes, kPrefetchDistances, copies,
                                               samples, gemm, dist_us));
             char note[240];
-            std::snprintf(note, sizeof note, "%s; prefetch distance 2 / 4 / 8 KiB: %.1f / %.1f / %.1f us",
-                          cs.note.c_str(), dist_us[0], dist_us[2], dist_us[1]);
+            std::snprintf(note, sizeof note, "%s; prefetch distance none / 2 / 4 / 8 / 16 KiB: %.1f / %.1f / %.1f / %.1f / %.1f us",
+                          cs.note.c_str(), dist_us[0], dist_us[1], dist_us[2], dist_us[4], dist_us[3]);
             cs.note = note;
           }
           if (ab_i8_us[0] > 0) {
