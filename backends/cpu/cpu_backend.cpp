@@ -369,41 +369,41 @@ Status parse_prefetch_bytes(const char* v, const char* what, int* out) {
   return Status();
 }
 
+// One named value of a switch: "spread" -> F32Decode::kSpread.
+template <class T>
+struct Choice {
+  const char* name;
+  T value;
+};
+
+// `v` as one of `choices`, or INVALID_ARGUMENT "<what><v> is not <kind> (valid: a, b, c)".
+template <class T, size_t N>
+Status parse_choice(const char* v, const char* what, const char* kind, const Choice<T> (&choices)[N], T* out) {
+  std::string valid;
+  for (const Choice<T>& c : choices) {
+    if (std::strcmp(v, c.name) == 0) {
+      *out = c.value;
+      return Status();
+    }
+    valid += (valid.empty() ? "" : ", ") + std::string(c.name);
+  }
+  return Error(TB_INVALID_ARGUMENT, "%s%s is not %s (valid: %s)", what, v, kind, valid.c_str());
+}
 
 Status parse_prefetch_level(const char* v, const char* what, bool* l2) {
-  if (std::strcmp(v, "l1") == 0) {
-    *l2 = false;
-  } else if (std::strcmp(v, "l2") == 0) {
-    *l2 = true;
-  } else {
-    return Error(TB_INVALID_ARGUMENT, "%s%s is not a prefetch level (valid: l1, l2)", what, v);
-  }
-  return Status();
+  static constexpr Choice<bool> kLevels[] = {{"l1", false}, {"l2", true}};
+  return parse_choice(v, what, "a prefetch level", kLevels, l2);
 }
 
 Status parse_f32_decode(const char* v, const char* what, F32Decode* out) {
-  if (std::strcmp(v, "spread") == 0) {
-    *out = F32Decode::kSpread;
-  } else if (std::strcmp(v, "tile") == 0) {
-    *out = F32Decode::kTile;
-  } else if (std::strcmp(v, "spread_burst") == 0) {
-    *out = F32Decode::kSpreadBurst;
-  } else {
-    return Error(TB_INVALID_ARGUMENT, "%s%s is not an F32 decode variant (valid: spread, tile, spread_burst)", what, v);
-  }
-  return Status();
+  static constexpr Choice<F32Decode> kVariants[] = {
+      {"spread", F32Decode::kSpread}, {"tile", F32Decode::kTile}, {"spread_burst", F32Decode::kSpreadBurst}};
+  return parse_choice(v, what, "an F32 decode variant", kVariants, out);
 }
 
-
 Status parse_i8_prefetch(const char* v, const char* what, I8Prefetch* out) {
-  if (std::strcmp(v, "spread") == 0) {
-    *out = I8Prefetch::kSpread;
-  } else if (std::strcmp(v, "burst") == 0) {
-    *out = I8Prefetch::kBurst;
-  } else {
-    return Error(TB_INVALID_ARGUMENT, "%s%s is not an I8 prefetch variant (valid: spread, burst)", what, v);
-  }
-  return Status();
+  static constexpr Choice<I8Prefetch> kVariants[] = {{"spread", I8Prefetch::kSpread}, {"burst", I8Prefetch::kBurst}};
+  return parse_choice(v, what, "an I8 prefetch variant", kVariants, out);
 }
 
 // A measurement switch read from the environment at creation: `*out` keeps its default when the
