@@ -59,7 +59,8 @@ struct DeviceStrips {
 
 // Which kernel runs decode (M = 1, nsplit > 1); every path gives the same bits.
 enum class DecodePath {
-  kAuto = 0,         // strip blocks from 8 slices up, slice blocks below (lm_head)
+  kAuto = 0,         // strip blocks when nsplit >= 8, the strips fit one wave and each warp's
+                     // share is in flight at once (q/o, k/v, qkv); slice blocks otherwise
   kSliceBlocks = 1,  // a block per (4 strips, slice range): global partials, last-block fold
   kStripBlocks = 2,  // a block per strip: slices over its warps, shared-memory fold
 };
@@ -70,7 +71,10 @@ enum class Toggle { kAuto = 0, kOff = 1, kOn = 2 };
 // How codes become floats in mode F32 (a measurement switch; both give the same bits).
 enum class CodeConvert { kBytePermute = 0, kI2F = 1 };
 
-// One gemm on device buffers.
+// One gemm on device buffers. Past the buffers, every field is a schedule switch with an
+// automatic default (each default chosen by an interleaved measurement on the H200:
+// docs/results/cuda-2026-11-29*.md); every setting gives the contract's bits except
+// nsplit_override.
 struct GemmLaunch {
   tb_act_mode mode = TB_ACT_F32;
   int64_t m = 0;                 // rows
@@ -80,27 +84,31 @@ struct GemmLaunch {
   float* y = nullptr;            // (m, n), row stride n
   float* partial = nullptr;      // workspace: gemm_partial_floats() floats
   unsigned* counters = nullptr;  // workspace: gemm_counter_count() zeroed counters
+
   CodeConvert convert = CodeConvert::kBytePermute;
-  int row_tile = 0;              // rows per block: 0 = automatic (1 or 8); 8 or 16 forces one (M > 1)
-  bool merge_slices = false;     // decode: let a block run several slices when that fills one wave
-                                 // (a measured variant; one slice per block, packed, won)
-  bool cluster_fold = false;     // decode: the cluster / shared-memory fold where the shape fits
-                                 // (false, the default: global partials, counter, last-block
-                                 // fold; the cluster fold measured slower on the H200, see
-                                 // docs/results/cuda-2026-11-29-round2.md)
+
+  // Decode (M = 1).
   DecodePath decode = DecodePath::kAuto;
-  // Prefill (M > 1) schedule; automatic choices in plan_prefill (gemm_kernels.cu), all measured:
-  Toggle rows_inner = Toggle::kAuto;  // one strip per warp, mode F32: rows inside the k loop (the
-                                      // MT fma chains advance together); kOff: one row after another
-  Toggle all_slices = Toggle::kAuto;  // a block runs every slice of its strips and row tile in
-                                      // ascending z and folds in registers (no partials)
+  Toggle packed_decode = Toggle::kAuto;  // slice blocks, one slice per block, depth 1: the kernel
+                                         // held to 40 registers (12 blocks per SM)
+  bool merge_slices = false;     // slice blocks: a block runs several slices when that fills one
+                                 // wave (slower than one slice per block, packed)
+  int prefetch = 0;              // slice blocks: weight tiles in flight ahead per warp, 0 = 1
+                                 // (automatic), 1 or 2
+  bool cluster_fold = false;     // a thread-block cluster per 1-4 strips folding through
+                                 // distributed shared memory where the shape fits (slower)
+
+  // Prefill (M > 1); automatic choices in plan_prefill (gemm_kernels.cu).
+  int row_tile = 0;              // rows per block: 0 = automatic (16 past 64 Ki columns, else 8),
+                                 // 8 or 16 forces one
   int cols_per_lane = 0;         // strips per warp: 0 = automatic (2 on large grids), 1 or 2
   Toggle packed_prefill = Toggle::kAuto;  // two strips per warp held to 168 registers, 3 blocks
                                           // per SM (the compiler's free choice can land at 2)
-  Toggle packed_decode = Toggle::kAuto;  // decode, slice blocks, one slice per block, depth 1: the
-                                         // kernel held to 40 registers (12 blocks per SM)
-  int prefetch = 0;              // decode: weight tiles in flight ahead per warp; 0 = automatic
-                                 // (q8 1, q4 2), 1 or 2 forces one
+  Toggle all_slices = Toggle::kAuto;  // a block runs every slice of its strips and row tile in
+                                      // ascending z and folds in registers (no partials)
+  Toggle rows_inner = Toggle::kAuto;  // one strip per warp, mode F32: rows inside the k loop (the
+                                      // MT fma chains advance together); kOff: one row after another
+
   int64_t nsplit_override = 0;   // MEASUREMENT ONLY (other bits than the contract): 0 = split_plan;
                                  // 1 .. split_plan(N, K) runs that many slices instead
 };
