@@ -295,9 +295,10 @@ tb_code read_floor(void* c, void* handle, int64_t m, tb_error* err) {
   s = run_parallel(ctx, tbb::blocked_range<int64_t>(0, p.np / 32, part.rows().grainsize()),
                    [&](const tbb::blocked_range<int64_t>& r) {
                      const int64_t n = r.end() - r.begin();
-                     uint64_t v = ctx.k->read_bytes(p.codes + r.begin() * strip_bytes, n * strip_bytes);
+                     uint64_t v = ctx.k->read_bytes(p.codes + r.begin() * strip_bytes, n * strip_bytes,
+                                                    ctx.prefetch_bytes, ctx.prefetch_l2);
                      v ^= ctx.k->read_bytes(reinterpret_cast<const uint8_t*>(p.scales + r.begin() * p.ngroups * 32),
-                                           n * p.ngroups * 64);
+                                           n * p.ngroups * 64, ctx.prefetch_bytes, ctx.prefetch_l2);
                      sink.fetch_xor(v, std::memory_order_relaxed);
                    });
   static std::atomic<uint64_t> keep{0};

@@ -89,7 +89,7 @@ struct KernelTable {
   // when it is non-null (the VNNI correction term).
   // A pure read of bytes [0, count) (the floor a gemm is measured against): returns a value that
   // depends on every byte, so the reads cannot be optimised away.
-  uint64_t (*read_bytes)(const uint8_t* bytes, int64_t count);
+  uint64_t (*read_bytes)(const uint8_t* bytes, int64_t count, int64_t prefetch_bytes, bool l2);
   void (*quantize)(int64_t k, const float* x, int64_t ldx, int8_t* xq, int64_t ldxq, float* xd,
                    int64_t ldxd, int32_t* xsum, int64_t row_begin, int64_t row_end);
 };
