@@ -782,8 +782,10 @@ Status launch_strip(const DeviceStrips& w, const GemmLaunch& a, int64_t nsplit, 
   const int q = strip_warps(nsplit);
   // Geometry: a block per strip, every slice on a warp (q <= nsplit), partials in shared memory.
   if (!strip_fits(nsplit) || q < 1 || q > nsplit || nstrips > INT_MAX || ngroups > INT_MAX / 2) {
-    return Error(TB_INTERNAL, "gemm strip launch geometry: %lld strips, %lld slices over %d warps",
-                 static_cast<long long>(nstrips), static_cast<long long>(nsplit), q);
+    return Error(TB_INTERNAL, "gemm strip launch geometry: %lld strips, %lld groups, %lld slices over "
+                 "%d warps (expected 2 .. 384 slices, 1 <= warps <= slices, strips and 2 x groups "
+                 "below 2^31)", static_cast<long long>(nstrips), static_cast<long long>(ngroups),
+                 static_cast<long long>(nsplit), q);
   }
   const StripParams p = decode_params(w, a, nsplit, q);
   const size_t smem = static_cast<size_t>(nsplit) * 32 * sizeof(float);
