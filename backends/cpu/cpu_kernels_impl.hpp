@@ -67,7 +67,8 @@ struct SliceAccumulator {
 // past the end. 0 turns them off. The distance is in bytes (the best distance measured about the
 // same for q8 and q4), and the lines go into L2 only (GemmParams::prefetch_l2): an L1 prefetch
 // holds one of the core's few L1 miss buffers for the whole DRAM round trip, an L2 prefetch does
-// not, so more lines are in flight (measured: lm_head I8 12.6 vs 13.9 ms, F32 15.3 vs 16.3 ms).
+// not, so more lines are in flight (docs/results/cpu-2026-11-29.md run 6, interleaved: lm_head
+// I8 12.68 vs 14.19 ms, F32 15.89 vs 16.53 ms).
 inline int64_t prefetch_tiles(const GemmParams& p, int64_t tile_bytes) { return p.prefetch_bytes / tile_bytes; }
 inline void prefetch_ahead(const GemmParams& p, const uint8_t* tile, int64_t tile_bytes) {
   if (p.prefetch_bytes > 0) {
