@@ -29,19 +29,30 @@ float weight_scale(const tb_strips& w, int64_t n, int64_t g) {
 
 namespace {
 // The slice accumulation and fixed-order fold shared by both modes:
-//   for z: a[z] = +0; for g in slice z: a[z] = fma(p[g], t[g], a[z])
-//   out = +0; for z: out = out + a[z]
+//   for z: acc[z] = +0; for g in slice z: acc[z] = fma(p[g], t[g], acc[z])
+//   out = +0; for z: out = out + acc[z]
 float fold_slices(const std::vector<float>& p, const std::vector<float>& t, int64_t nsplit) {
   const int64_t ngroups = static_cast<int64_t>(p.size());
   float out = +0.0f;
   for (int64_t z = 0; z < nsplit; ++z) {
-    float a = +0.0f;
+    float acc = +0.0f;
     for (int64_t g = slice_begin(ngroups, nsplit, z); g < slice_end(ngroups, nsplit, z); ++g) {
-      a = std::fma(p[g], t[g], a);
+      acc = std::fma(p[g], t[g], acc);
     }
-    out = out + a;
+    out = out + acc;
   }
   return out;
+}
+
+// code = clamp(rint(q), -127, 127), rint rounding half to even (the default mode). The clamp
+// matters only when d is subnormal: d = amax / 127 then carries few significant bits, so amax / d
+// reaches up to 190 (amax between 128 and 16065 times 2^-149); elsewhere |q| <= 127 already. A
+// NaN quotient (a NaN x, or an infinite x whose group has d = inf) gives 0.
+int8_t activation_code(float q) {
+  const float r = std::nearbyint(q);
+  if (r >= 127.0f) return 127;
+  if (r <= -127.0f) return -127;
+  return r == r ? static_cast<int8_t>(r) : 0;
 }
 }  // namespace
 
@@ -78,12 +89,11 @@ void quantize_activations(int64_t m, int64_t k, const float* x, int64_t ldx, int
         const int64_t col = g * 32 + kk;
         v[kk] = col < k ? x[row * ldx + col] : +0.0f;
         const float a = std::fabs(v[kk]);
-        if (a > amax) amax = a;
+        if (a > amax) amax = a;  // a NaN never compares greater: amax is the max of the others
       }
       const float d = amax / 127.0f;
       for (int64_t kk = 0; kk < 32; ++kk) {
-        // rint with the default mode: round half to even. |v/d| <= 127 so the cast is exact.
-        xq[row * ldxq + g * 32 + kk] = d == 0.0f ? 0 : static_cast<int8_t>(std::nearbyint(v[kk] / d));
+        xq[row * ldxq + g * 32 + kk] = d == 0.0f ? 0 : activation_code(v[kk] / d);
       }
       xd[row * ldxd + g] = d;
     }
@@ -94,7 +104,7 @@ float gemm_i8_at(const tb_strips& w, const int8_t* xq_row, const float* xd_row, 
   const int64_t ngroups = w.kp / 32;
   std::vector<float> p(ngroups), t(ngroups);
   for (int64_t g = 0; g < ngroups; ++g) {
-    int32_t isum = 0;  // exact: |isum| <= 32 * 127 * 127
+    int32_t isum = 0;  // exact: |isum| <= 32 * 128 * 127 (a q8 code may be -128)
     for (int64_t kk = 0; kk < 32; ++kk) {
       isum += weight_code(w, n, g * 32 + kk) * xq_row[g * 32 + kk];
     }

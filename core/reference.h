@@ -26,7 +26,9 @@ void gemm_f32(const tb_strips& w, int64_t m, const float* x, int64_t ldx, float*
 float gemm_f32_at(const tb_strips& w, const float* x_row, int64_t n);
 
 // The activation quantiser of mode I8, for rows of k values (k < K read, padding +0):
-// xq [m][ldxq] gets Kp codes per row, xd [m][ldxd] gets Kp/32 scales per row.
+// xq [m][ldxq] gets Kp codes per row, xd [m][ldxd] gets Kp/32 scales per row. Per group of 32:
+// amax = max |x| over the non-NaN values, d = amax / 127, code = clamp(rint(x / d), -127, 127)
+// (0 when d == 0 or x / d is NaN), so every code lies in [-127, 127] for every input.
 void quantize_activations(int64_t m, int64_t k, const float* x, int64_t ldx, int8_t* xq,
                           int64_t ldxq, float* xd, int64_t ldxd);
 

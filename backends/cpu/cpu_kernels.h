@@ -85,11 +85,12 @@ struct KernelTable {
   void (*gdn_delta)(const tb_gdn_args& a, int64_t head_begin, int64_t head_end);
   // out[i] = tb_expf(in[i]) for i < count.
   void (*expf)(const float* in, float* out, int64_t count);
-  // Rows [row_begin, row_end) of the I8 activation quantiser; also writes xsum (m, ngroups_of(k))
-  // when it is non-null (the VNNI correction term).
   // A pure read of bytes [0, count) (the floor a gemm is measured against): returns a value that
   // depends on every byte, so the reads cannot be optimised away.
   uint64_t (*read_bytes)(const uint8_t* bytes, int64_t count, int64_t prefetch_bytes, bool l2);
+  // Rows [row_begin, row_end) of the I8 activation quantiser, codes clamped to [-127, 127] as
+  // the reference does; also writes xsum (m, ngroups_of(k)) when it is non-null (the VNNI
+  // correction term).
   void (*quantize)(int64_t k, const float* x, int64_t ldx, int8_t* xq, int64_t ldxq, float* xd,
                    int64_t ldxd, int32_t* xsum, int64_t row_begin, int64_t row_end);
 };

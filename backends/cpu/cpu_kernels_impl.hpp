@@ -488,8 +488,9 @@ void expf_n(const float* in, float* out, int64_t count) {
 }
 
 // The I8 activation quantiser (ref::quantize_activations): amax is exact in any order (NaN
-// lanes never win a `>` compare, as in the reference), then one IEEE division and round half
-// to even per value.
+// lanes never win a `>` compare, as in the reference), then one IEEE division, round half to
+// even and the clamp to [-127, 127] per value (it bites only for a subnormal d), a NaN quotient
+// giving 0 - all while still float, so no out-of-range value reaches the conversion.
 template <Isa I>
 void quantize(int64_t k, const float* x, int64_t ldx, int8_t* xq, int64_t ldxq, float* xd,
               int64_t ldxd, int32_t* xsum, int64_t r0, int64_t r1) {
@@ -518,9 +519,11 @@ void quantize(int64_t k, const float* x, int64_t ldx, int8_t* xq, int64_t ldxq, 
       if (d == 0.0f) {
         for (int kk = 0; kk < 32; ++kk) q[kk] = 0;
       } else {
-        const F db(d);
+        const F db(d), lo(-127.0f), hi(127.0f), zero(0.0f);
         for (int b = 0; b < V; ++b) {
-          xsimd::to_int(xsimd::nearbyint(F::load_aligned(v + b * W) / db)).store_aligned(q + b * W);
+          const F r = xsimd::nearbyint(F::load_aligned(v + b * W) / db);
+          const F code = xsimd::select(r == r, xsimd::min(xsimd::max(r, lo), hi), zero);
+          xsimd::to_int(code).store_aligned(q + b * W);
         }
       }
       for (int kk = 0; kk < 32; ++kk) {
