@@ -6,6 +6,7 @@
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -44,14 +45,17 @@ Status check_shape(tb_prec prec, int64_t n, int64_t k) {
   return Status();
 }
 
-// llama.cpp converts with a plain cast, which is undefined for NaN or values outside int8. That
-// happens only where 1/d overflows to inf (a block whose largest magnitude is below about 3.7e-37)
-// or for NaN/inf weights. twinbit saturates there (NaN -> 0) so no input can crash the packer;
-// inside the defined range this is exactly the cast.
+// llama.cpp converts with a plain cast, which is undefined for a NaN or an infinity. Those are
+// the only values that reach it outside int8: finite quotients stay within +-127.5 (q8) and
+// [0.5, 16.5] (q4). They arise where 1/d overflows to inf - a nonzero block whose largest
+// magnitude is at most 3.7321952e-37 (q8) or 2.3509893e-38 (q4); x * id is then +-inf, or NaN for
+// a zero - and for NaN/inf weights. twinbit writes 0 there, as gguf-py does on x86-64 (numpy's
+// conversion of a non-finite float gives 0): the stored scale of such a block is 0 anyway, and q8
+// codes stay in [-127, 127] (a saturating cast wrote -128 here, and leaked q4's -128 into the
+// neighbouring nibble). Inside the defined range this is exactly the cast.
 int8_t cast_int8(float v) {
-  if (!(v > -129.0f)) return v != v ? 0 : -128;
-  if (!(v < 128.0f)) return 127;
-  return static_cast<int8_t>(v);
+  if (!std::isfinite(v)) return 0;
+  return static_cast<int8_t>(std::clamp(v, -128.0f, 127.0f));  // finite: in range, see above
 }
 
 }  // namespace

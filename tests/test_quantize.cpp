@@ -142,7 +142,7 @@ TEST_CASE("quantize_blocks_q8_0_and_q4_0_match_gguf_py_fixture_bit_for_bit") {
     CHECK_MESSAGE(std::memcmp(got4, want4, 16) == 0, "block " << blocks);
     ++blocks;
   }
-  CHECK(blocks == 131);
+  CHECK(blocks == 153);
   CHECK(fma_sensitive == 6);  // the q4_0 tie cases an FMA-contracted C build would change
   // All-zero blocks starting with -0.0: gguf-py's q4_0 d is +0, llama.cpp's C reference (and
   // twinbit) -0. Everything else in the file is gguf-py's output unchanged.
@@ -165,6 +165,52 @@ TEST_CASE("quantize_block_q8_0_ties_round_away_from_zero") {
   CHECK(c[2] == -3);
   CHECK(c[3] == 1);
   CHECK(c[4] == 0);
+}
+
+TEST_CASE("pack_strips_q8_codes_stay_in_-127_127_and_blocks_whose_1_over_d_overflows_get_code_0_q8_nibble_0_q4") {
+  // Block maxima over the whole small range: every power of two from 2^-149 to 2^-100 and its
+  // neighbours, plus the edges of the overflow ranges (q8: 1/d = inf for 64 units of 2^-149 up
+  // to 0x02fe0003; q4: up to 0x01000002). There llama.cpp's cast is undefined; twinbit writes 0
+  // as gguf-py does (the fixture holds such blocks), never -128 and never a nibble that leaks.
+  std::vector<float> maxima;
+  for (int e = -149; e <= -100; ++e) {
+    const float p = std::ldexp(1.0f, e);
+    for (float a : {std::nextafter(p, 0.0f), p, std::nextafter(p, 1.0f)}) maxima.push_back(a);
+  }
+  for (uint32_t b : {0x3fu, 0x40u, 0x02fe0003u, 0x02fe0004u, 0x01000002u, 0x01000003u}) {
+    maxima.push_back(std::bit_cast<float>(b));
+  }
+  const int64_t n = static_cast<int64_t>(maxima.size()), k = 64;
+  std::vector<float> w(static_cast<size_t>(n * k));
+  Rng rng(31);
+  for (int64_t r = 0; r < n; ++r) {
+    const float a = maxima[static_cast<size_t>(r)];
+    for (int64_t j = 0; j < k; ++j) w[r * k + j] = rng.uniform(a);
+    w[r * k + 3] = a;
+    w[r * k + 40] = -a;  // each block holds -amax: where codes wrap, that is where -128 came from
+  }
+  for (tb_prec prec : {TB_PREC_Q8, TB_PREC_Q4}) {
+    CAPTURE(static_cast<int>(prec));
+    const quant::PackedStrips p = quant::pack_strips(w.data(), n, k, prec);
+    const tb_strips v = p.view();
+    int64_t out_of_range = 0, overflow_blocks = 0, overflow_nonzero = 0;
+    for (int64_t r = 0; r < n; ++r) {
+      const float a = maxima[static_cast<size_t>(r)];
+      const float d = prec == TB_PREC_Q8 ? a / 127.0f : a / 8.0f;  // |d| of either block
+      const bool overflows = d != 0.0f && std::isinf(1.0f / d);
+      for (int64_t g = 0; g < 2; ++g) {
+        overflow_blocks += overflows;
+        for (int64_t j = 0; j < 32; ++j) {
+          const int c = ref::weight_code(v, r, g * 32 + j);
+          out_of_range += prec == TB_PREC_Q8 ? (c < -127 || c > 127) : (c < -8 || c > 7);
+          overflow_nonzero += overflows && c != (prec == TB_PREC_Q8 ? 0 : -8);  // nibble 0 is -8
+        }
+      }
+    }
+    CHECK(out_of_range == 0);
+    CHECK(overflow_blocks >= 2 * 20);
+    CHECK(overflow_nonzero == 0);
+  }
 }
 
 TEST_CASE("pack_strips_q8_q4_then_weight_code_and_scale_give_the_block_quantiser_output") {
