@@ -1,6 +1,8 @@
 #include "conformance/inputs.h"
 
+#include <algorithm>
 #include <cstring>
+#include <iterator>
 
 #include "core/numerics.h"
 #include "core/op_checks.h"
@@ -61,7 +63,9 @@ OwnedStrips random_strips(Rng& rng, tb_prec prec, int64_t n, int64_t k) {
       s.scales[tile * 32 + col % 32] = random_half_scale(rng);
       for (int64_t kk = 0; kk < 32 && g * 32 + kk < k; ++kk) {
         if (prec == TB_PREC_Q8) {
-          const auto code = static_cast<int8_t>(rng.range(-127, 127));
+          // -128 included: the packer never writes it, but a GGUF block may hold any int8 and
+          // every backend must compute with it exactly (NUMERICS.md "Notation").
+          const auto code = static_cast<int8_t>(rng.range(-128, 127));
           s.codes[tile * 1024 + (col % 32) * 32 + kk] = static_cast<uint8_t>(code);
         } else {
           const auto nib = static_cast<uint8_t>(rng.range(0, 15));  // code + 8, codes -8..7
@@ -104,6 +108,58 @@ std::vector<float> random_floats(Rng& rng, int64_t count, int scale_log2) {
   }
   if (!any_nonzero && count > 0) v[0] = from_bits(0x3f9d70a4u);  // 1.23f: never an all-zero input
   return v;
+}
+
+namespace {
+// One group of 32 values whose largest magnitude is a tiny amax (see tiny_activation_groups).
+void tiny_group(Rng& rng, float* v) {
+  static constexpr uint32_t kEdgeUnits[] = {63, 64, 126, 127, 128, 129, 150, 189, 190, 191,
+                                            254, 16065, 16066, 16192, 16193};
+  constexpr uint32_t kNormalD = 0x03fe0000u;  // 127 * 2^-126: d = 2^-126, the smallest normal
+  const int64_t pick = rng.range(0, 9);
+  uint32_t top;  // the bits of amax
+  if (pick < 4) {
+    top = kEdgeUnits[rng.range(0, static_cast<int64_t>(std::size(kEdgeUnits)) - 1)];
+  } else if (pick < 7) {
+    top = static_cast<uint32_t>(rng.range(64, 16200));  // the saturating range and around it
+  } else if (pick < 9) {
+    top = static_cast<uint32_t>(rng.range(1, kNormalD + 1));  // d subnormal (or zero) anywhere
+  } else {
+    top = kNormalD + static_cast<uint32_t>(rng.range(-1, 1));  // d's return to normal
+  }
+  for (int i = 0; i < 32; ++i) {
+    const uint32_t sign = rng.chance(500) ? 0x80000000u : 0;
+    v[i] = from_bits(sign | static_cast<uint32_t>(rng.range(0, top)));
+  }
+  // amax itself, in both signs; and exact ties x / d = j + 1/2 where d is an even number of
+  // units (below 2^-126 a float is an integer number of units, and d = rne(amax / 127) units).
+  const int64_t at = rng.range(0, 31);
+  v[at] = from_bits(top);
+  v[(at + 7) % 32] = from_bits(top | 0x80000000u);
+  const int64_t a = top, d_units = a / 127 + (2 * (a % 127) > 127 ? 1 : 0);  // 127 is odd: no ties
+  if (a < kNormalD && d_units > 0 && d_units % 2 == 0) {
+    for (int i = 0; i < 4; ++i) {  // ties near the top, where codes reach and pass 127
+      const int64_t j = rng.range(std::max<int64_t>(0, a / d_units - 8), a / d_units - 1);
+      const uint32_t sign = rng.chance(500) ? 0x80000000u : 0;
+      v[rng.range(0, 31)] = from_bits(sign | static_cast<uint32_t>(j * d_units + d_units / 2));
+    }
+  }
+}
+}  // namespace
+
+void tiny_activation_groups(Rng& rng, std::vector<float>& x, int64_t m, int64_t k, int64_t ldx) {
+  const int64_t ngroups = ngroups_of(k);
+  for (int64_t row = 0; row < m; ++row) {
+    const bool whole_row = rng.chance(250);
+    for (int64_t g = 0; g < ngroups; ++g) {
+      if (!whole_row && !rng.chance(62)) continue;
+      float v[32];
+      tiny_group(rng, v);
+      for (int64_t kk = 0; kk < 32 && g * 32 + kk < k; ++kk) {
+        x[static_cast<size_t>(row * ldx + g * 32 + kk)] = v[kk];
+      }
+    }
+  }
 }
 
 std::vector<float> random_gates(Rng& rng, int64_t count) {

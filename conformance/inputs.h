@@ -38,7 +38,7 @@ struct OwnedStrips {
   tb_strips view() const;
 };
 
-// Random codes over the whole range (q8 -127..127, q4 -8..7) for every real (n, k); padding
+// Random codes over the whole range (q8 -128..127, q4 -8..7) for every real (n, k); padding
 // columns and padding k hold code 0 and padding columns scale 0, as the format requires. Scales
 // are a mix of normal halves of both signs over a wide exponent range, subnormal halves and a
 // few zeros.
@@ -47,6 +47,14 @@ OwnedStrips random_strips(Rng& rng, tb_prec prec, int64_t n, int64_t k);
 // `count` floats: mostly normal values of both signs across several binades, with +0, -0 and
 // subnormals sprinkled in. Never all zero. `scale_log2` shifts the magnitudes.
 std::vector<float> random_floats(Rng& rng, int64_t count, int scale_log2 = 0);
+
+// Rewrites some activation groups of x [m][ldx] (k values per row) so that their largest
+// magnitude makes the I8 scale d = amax / 127 subnormal or zero: about one row in four entirely
+// (its outputs then depend on nothing else), and about one group in sixteen of the other rows.
+// The maxima include the edges of the range where rint(amax / d) exceeds 127 and the quantiser
+// saturates (NUMERICS.md "gemm, activation mode I8"): 63, 64, 127, 128, 190, 191 and 16065 units
+// of 2^-149, and d's return to normal at 127 * 2^-126; values include exact ties x / d = j + 1/2.
+void tiny_activation_groups(Rng& rng, std::vector<float>& x, int64_t m, int64_t k, int64_t ldx);
 
 // A gdn gate g: negative log-decays in (-8, 0.5), so exp(g) spans (0, 1.65).
 std::vector<float> random_gates(Rng& rng, int64_t count);
