@@ -7,6 +7,7 @@
 #include <string>
 #include <thread>
 
+#include "conformance/inputs.h"
 #include "core/op_checks.h"
 #include "tests/test_cuda_support.h"
 #ifdef TWINBIT_HAS_CUDA_BACKEND
@@ -198,6 +199,50 @@ TEST_CASE("gpu gemm batch invariance: M33 rows equal 33 single-row calls, N257 K
         REQUIRE(cuda->gemm(*bound, gemm_args(mode, 1, h.view, one, y.data())).ok());
         CHECK_MESSAGE(bit_diff(y.data(), all.data() + r * 257, 257).first == 0,
                       std::string(prec_name(prec)) << " " << std::string(act_mode_name(mode)) << " row " << r);
+      }
+    }
+  }
+}
+
+TEST_CASE("gpu gemm on subnormal activation scales (saturated i8 codes) and q8 code -128 equals reference bits, q8 q4 x f32 i8, M{1,8,33} N{257,1000} K{96,2048}") {
+  // The corners the conformance inputs also carry: rows and groups whose I8 scale d = amax/127
+  // is subnormal, with codes clamped at +-127 (NUMERICS.md, mode I8), and the q8 code -128,
+  // which the packer never writes but a GGUF block may hold.
+  auto cuda = cuda_or_skip();
+  if (!cuda) return;
+  for (tb_prec prec : {TB_PREC_Q8, TB_PREC_Q4}) {
+    for (int64_t n : {257, 1000}) {
+      for (int64_t k : {96, 2048}) {
+        HostStrips h = random_strips(prec, n, k, 51 + n + k);
+        if (prec == TB_PREC_Q8) {  // every 7th real code becomes -128 (codes: tile, col, k)
+          for (int64_t col = 0; col < n; ++col) {
+            for (int64_t kk = col % 7; kk < k; kk += 7) {
+              h.codes[static_cast<size_t>(((col / 32) * (k / 32) + kk / 32) * 1024 + (col % 32) * 32 + kk % 32)] = 0x80;
+            }
+          }
+        }
+        auto bound = cuda->bind(strips_view(h));
+        REQUIRE(bound.ok());
+        for (int64_t m : {1, 8, 33}) {
+          Activations a = make_activations(m, k, 61 + m);
+          conformance::Rng rng(71 + m + k);
+          conformance::tiny_activation_groups(rng, a.x, m, k, k);
+          if (m == 1) {  // a single row: make all of it tiny, or the scales would hide it
+            for (int64_t i = 0; i < k; ++i) a.x[i] = std::ldexp(a.x[i], -140);
+            for (int64_t i = 1; i < 32; ++i) a.x[i] = std::ldexp(std::nearbyint(a.x[i] * 0x1p140f * 70.0f), -149);
+            a.x[0] = std::ldexp(150.0f, -149);  // group 0: d = 2^-149, x/d = 150 -> code 127
+          }
+          const int64_t kp = pad32(k);
+          ref::quantize_activations(m, k, a.x.data(), k, a.xq.data(), kp, a.xd.data(), kp / 32);
+          for (tb_act_mode mode : {TB_ACT_F32, TB_ACT_I8}) {
+            const auto want = reference(mode, m, h.view, a);
+            std::vector<float> got(want.size(), std::nanf("0x7ab"));
+            REQUIRE(cuda->gemm(*bound, gemm_args(mode, m, h.view, a, got.data())).ok());
+            CHECK_MESSAGE(bit_diff(want.data(), got.data(), m * n).first == 0,
+                          std::string(prec_name(prec)) << " " << std::string(act_mode_name(mode)) << " M=" << m
+                                          << " N=" << n << " K=" << k);
+          }
+        }
       }
     }
   }
