@@ -44,7 +44,9 @@ extern "C" {
 #define TB_GROUP 32
 
 typedef enum tb_prec {
-  TB_PREC_Q8 = 0,  // int8 codes in [-127, 127], one byte each (GGUF q8_0)
+  TB_PREC_Q8 = 0,  // int8 codes, one byte each (GGUF q8_0): packers write [-127, 127], and
+                   // every backend computes exactly with any int8, -128 included
+                   // (docs/NUMERICS.md "Notation")
   TB_PREC_Q4 = 1,  // int4 codes in [-8, 7], two per byte (GGUF q4_0 nibble order)
 } tb_prec;
 

@@ -35,6 +35,22 @@ TEST_CASE("split_plan follows the v1 rule (slices of at least 4 groups) for the 
   }
 }
 
+TEST_CASE("split_plan is 1 exactly when ngroups < 8 (K <= 224) or Np > 523264; otherwise every slice holds >= 4 groups (NUMERICS.md)") {
+  const int64_t ns_n[] = {1, 32, 33, 1000, 151936, 523264, 523265, 524288, int64_t{1} << 24};
+  for (int64_t n : ns_n) {
+    for (int64_t k = 1; k <= 1200; ++k) {
+      const int64_t ng = ngroups_of(k), ns = split_plan(n, k);
+      const bool one = ng < 8 || pad32(n) > 523264;
+      REQUIRE_MESSAGE((ns == 1) == one, "N " << n << " K " << k << " nsplit " << ns);
+      for (int64_t z = 0; z < ns && !one; ++z) {
+        REQUIRE(slice_end(ng, ns, z) - slice_begin(ng, ns, z) >= 4);
+      }
+      // nsplit = 1 leaves one slice of all groups: fewer than 4 exactly when K <= 96
+      if (one) REQUIRE((ng < 4) == (k <= 96));
+    }
+  }
+}
+
 TEST_CASE("slices partition the groups, remainder first") {
   // ngroups 10 into 3: [0,4) [4,7) [7,10)
   CHECK(slice_begin(10, 3, 0) == 0);
