@@ -6,6 +6,9 @@
 //   q8_0: d = amax / 127, id = d ? 1/d : 0, code = roundf(x * id)          (ties away from 0)
 //   q4_0: max = the value of largest magnitude (signed), d = max / -8, id = d ? 1/d : 0,
 //         nibble = min(15, (int8)(x * id + 8.5f)), code = nibble - 8
+// Where llama.cpp's int8 cast is undefined (x * id is inf or NaN: a nonzero block so small that
+// 1/d overflows, or non-finite weights) the code is 0 / the nibble 0, as gguf-py writes them; so
+// q8 codes are always within [-127, 127] (docs/FORMAT.md).
 // Scales are stored as fp16 (round to nearest even).
 #pragma once
 
