@@ -7,7 +7,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <map>
 
 #include "artifacts/synthetic.h"
 
@@ -50,13 +49,16 @@ Result<std::string> cache_dir() {
 }
 
 void add_read_option(CLI::App* app, artifact::OpenOptions& out) {
-  const std::map<std::string, artifact::ReadMode> modes{{"map", artifact::ReadMode::kMap},
-                                                        {"copy", artifact::ReadMode::kCopy}};
-  app->add_option("--read", out.read,
-                  "How to read the artifact: map (default; pages are read when used) or copy "
-                  "(the whole file into memory at open, so a file truncated or rewritten "
-                  "meanwhile cannot crash or change the run; see docs/FORMAT.md)")
-      ->transform(CLI::CheckedTransformer(modes))
+  // `out` lives in the command's options, which outlive parsing.
+  app->add_option_function<std::string>(
+         "--read",
+         [&out](const std::string& v) {
+           out.read = v == "copy" ? artifact::ReadMode::kCopy : artifact::ReadMode::kMap;
+         },
+         "How to read the artifact: map (default; pages are read when used) or copy (the whole "
+         "file into memory at open, so a file truncated or rewritten meanwhile cannot crash or "
+         "change the run; see docs/FORMAT.md)")
+      ->check(CLI::IsMember({"map", "copy"}))
       ->option_text("map|copy");
 }
 
