@@ -1,17 +1,33 @@
 // The strip cache: writing and reading twinbit's weight artifact.
 //
-// The byte layout is specified field by field in artifacts/format.h; this header is the API.
+// The byte layout is specified field by field in artifacts/format.h (and docs/FORMAT.md); this
+// header is the API.
 //
-// Reading: Artifact::open maps the file read-only and validates the header and the whole
-// manifest against the file size before returning (nothing in the file is trusted: every count,
-// offset and size is checked; sizes implied by shapes are computed, never read). Payload bytes
-// are checked (xxh64) by verify() and, once per entry, by view_verified() - the path a backend
-// binds through. An Artifact is immutable after open and may be shared by threads; views stay
-// valid while it lives.
+// Reading: Artifact::open validates the header and the whole manifest against the file size
+// before returning (nothing in the file is trusted: every count, offset and size is checked;
+// sizes implied by shapes are computed, never read). Payload bytes - checksums (xxh64), the zero
+// gaps before them, strip padding - are checked by verify() and, once per entry, by
+// view_verified(), the path a backend binds through. An Artifact is immutable after open and may
+// be shared by threads; views stay valid while it lives.
+//
+// Read modes (OpenOptions::read), and what each protects against a file that another process
+// truncates or rewrites while it is open:
+//   kMap (default): the file is mapped read-only; views point into the mapping, so opening costs
+//     only the header and manifest and pages are read when used. twinbit's own reads of the
+//     mapping - open, verify/view_verified, a backend's bind copying weights into device memory
+//     (read_guard.h) - re-check the file size and turn a fault into DATA_LOSS naming the file.
+//     Reads twinbit cannot guard - a CPU kernel streaming a view zero-copy, or any caller reading
+//     a view - still die of SIGBUS if the file shrank, and see new bytes if it was rewritten in
+//     place after verify.
+//   kCopy: the whole file is read into memory this object owns (page-aligned, so payloads keep
+//     their 4096-byte alignment) and closed; views point there. Costs the file's size in memory
+//     and a full read at open; after open nothing done to the file can affect this object.
 //
 // Writing: Writer collects entries in memory (by copy, or adopting owned buffers) and write()
 // produces the file atomically: a temporary file in the same folder, fsync, rename, fsync of the
-// folder. A failure removes the temporary file and leaves the target path untouched.
+// folder. A failure removes the temporary file and leaves the target path untouched. Entries and
+// provenance are checked against the format's rules (names, text as UTF-8, strip padding) when
+// added or written; a violation is INVALID_ARGUMENT naming the field.
 #pragma once
 
 #include <atomic>
@@ -55,44 +71,68 @@ struct Entry {
   std::vector<Payload> payloads;
 };
 
+enum class ReadMode {
+  kMap,   // map the file; payloads are read from the mapping when used
+  kCopy,  // read the whole file into owned memory at open ("no mmap")
+};
+
+struct OpenOptions {
+  ReadMode read = ReadMode::kMap;
+};
+
 class Artifact {
  public:
-  static Result<std::unique_ptr<Artifact>> open(const std::string& path);
+  // Errors: INVALID_ARGUMENT (no such file, not a regular file), UNAVAILABLE (cannot open or
+  // read it), RESOURCE_EXHAUSTED (cannot map or allocate), DATA_LOSS (not a valid artifact, or
+  // it shrank while being opened), each naming the path.
+  static Result<std::unique_ptr<Artifact>> open(const std::string& path,
+                                                const OpenOptions& options = {});
   ~Artifact();
   Artifact(const Artifact&) = delete;
   Artifact& operator=(const Artifact&) = delete;
 
   const std::string& path() const { return path_; }
+  ReadMode read_mode() const { return mode_; }
   uint32_t format_version() const { return version_; }
   uint64_t file_bytes() const { return size_; }
   const Provenance& provenance() const { return provenance_; }
   const std::vector<Entry>& entries() const { return entries_; }
   const Entry* find(const std::string& name) const;  // null if absent
 
-  // The entry's weights as backends take them, pointing into the mapping; not verified.
+  // The entry's weights as backends take them, pointing into the mapping or the owned copy; not
+  // verified.
   tb_weights_view view(const Entry& e) const;
-  // Verifies the entry's payload checksums (once; later calls are free), then returns the view.
+  // Verifies the entry (once; later calls are free), then returns the view.
   Result<tb_weights_view> view_verified(const Entry& e) const;
-  // Verifies one entry's payload checksums; DATA_LOSS names the entry and payload.
+  // Verifies one entry: its payload checksums, the zero gap before each payload, and (strips) the
+  // padding columns and padding k. DATA_LOSS names the entry, the payload and the offset; in
+  // kMap mode also when the file changed size since open or a read of the mapping faulted.
   Status verify(const Entry& e) const;
 
  private:
   Artifact() = default;
+  Status check_unchanged() const;  // kMap: the file still has the size it was mapped at
   std::string path_;
   const uint8_t* base_ = nullptr;
   uint64_t size_ = 0;
+  uint64_t manifest_end_ = 0;  // where the first gap starts
   uint32_t version_ = 0;
+  ReadMode mode_ = ReadMode::kMap;
   Provenance provenance_;
   std::vector<Entry> entries_;
-  bool mapped_ = false;  // base_ is this object's mmap (open) rather than borrowed bytes (parse)
+  // What base_ points to: this object's mapping of the file or anonymous copy of it (owned_bytes_
+  // bytes, unmapped by the destructor), or bytes borrowed from parse()'s caller (0).
+  uint64_t owned_bytes_ = 0;
+  int fd_ = -1;  // kMap: the open file, kept for the size re-check
   // Per entry: set once verify() passed. Atomic so concurrent view_verified() calls are safe; two
   // threads may both verify the same entry the first time, which is harmless.
   mutable std::unique_ptr<std::atomic<bool>[]> verified_;
   friend class Reader;
 };
 
-// Parses and validates an artifact image in memory (what open() does after mapping). Exposed for
-// the fuzzer and the bad-input tests. The returned Artifact borrows `bytes`.
+// Parses and validates an artifact image in memory (what open() does once the header and
+// manifest are read). Exposed for the fuzzer and the bad-input tests. The returned Artifact
+// borrows `bytes` (read_mode() is kCopy: no file stands behind it).
 Result<std::unique_ptr<Artifact>> parse(std::span<const uint8_t> bytes, const std::string& what);
 
 class Writer {

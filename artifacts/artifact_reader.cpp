@@ -1,6 +1,7 @@
-// Reading a strip cache: map, validate everything in the header and manifest (format.h lists the
-// checks), hand out views into the mapping. Nothing read from the file is used before it has been
-// bounded: every length is compared with the bytes that remain before it is used.
+// Reading a strip cache: map (or copy) the file, validate everything in the header and manifest
+// (format.h lists the checks), hand out views. Nothing read from the file is used before it has
+// been bounded: every length is compared with the bytes that remain before it is used. Reads of a
+// mapping go through read_guard.h, so a file that shrinks under it gives DATA_LOSS, not SIGBUS.
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -14,6 +15,9 @@
 
 #include "artifacts/artifact.h"
 #include "artifacts/format.h"
+#include "artifacts/read_guard.h"
+#include "artifacts/strip_padding.h"
+#include "artifacts/text_rule.h"
 #include "core/numerics.h"
 #include "core/op_checks.h"
 
@@ -93,6 +97,20 @@ Status check_dim(const std::string& field, int64_t v) {
   return Status();
 }
 
+Status check_text_field(const std::string& field, const std::string& text) {
+  if (const TextProblem p = check_text(text, kMaxTextBytes)) {
+    return Error(TB_DATA_LOSS, "%s is not valid text: %s at byte %llu (expected UTF-8 without "
+                 "control characters)", field.c_str(), p.what, (ull)p.offset);
+  }
+  return Status();
+}
+
+uint64_t align_up(uint64_t v) { return (v + kPayloadAlign - 1) / kPayloadAlign * kPayloadAlign; }
+
+const char* payload_name(const Entry& e, size_t p) {
+  return e.kind == TB_WEIGHTS_F32 ? "data" : p == kStripCodes ? "codes" : "scales";
+}
+
 // Position of e in entries, or entries.size() when e is not one of them (an Entry copied out of
 // the artifact, or one from another artifact).
 size_t index_of(const std::vector<Entry>& entries, const Entry& e) {
@@ -102,29 +120,28 @@ size_t index_of(const std::vector<Entry>& entries, const Entry& e) {
   return std::min<size_t>((at - first) / sizeof(Entry), entries.size());
 }
 
-struct Placed {
-  uint64_t offset, bytes;
-  std::string what;
-};
-
 }  // namespace
 
 class Reader {
  public:
-  static Result<std::unique_ptr<Artifact>> parse(std::span<const uint8_t> bytes,
-                                                 const std::string& what);
+  // Validates the header and manifest. `prefix` holds the file's first bytes: at least the header
+  // and, when the header's manifest_bytes is valid, the manifest; `file_bytes` is the file's size.
+  static Result<std::unique_ptr<Artifact>> parse(std::span<const uint8_t> prefix,
+                                                 uint64_t file_bytes, const std::string& what);
+  // parse() of the API: a whole image in memory, borrowed.
+  static Result<std::unique_ptr<Artifact>> parse_borrowed(std::span<const uint8_t> bytes,
+                                                          const std::string& what);
 
  private:
-  static Status header(std::span<const uint8_t> bytes, const std::string& what,
+  static Status header(std::span<const uint8_t> prefix, uint64_t size, const std::string& what,
                        uint32_t* version, uint64_t* manifest_bytes, uint32_t* entry_count);
   static Status entry(Cursor& c, uint32_t index, uint64_t file_bytes, Entry* e);
 };
 
-Status Reader::header(std::span<const uint8_t> bytes, const std::string& what, uint32_t* version,
-                      uint64_t* manifest_bytes, uint32_t* entry_count) {
-  const uint8_t* h = bytes.data();
-  const uint64_t size = bytes.size();
-  if (size < kHeaderBytes) {
+Status Reader::header(std::span<const uint8_t> prefix, uint64_t size, const std::string& what,
+                      uint32_t* version, uint64_t* manifest_bytes, uint32_t* entry_count) {
+  const uint8_t* h = prefix.data();
+  if (size < kHeaderBytes || prefix.size() < kHeaderBytes) {
     return Error(TB_DATA_LOSS, "%s: file is %llu bytes, smaller than the %u-byte header",
                  what.c_str(), (ull)size, kHeaderBytes);
   }
@@ -160,6 +177,10 @@ Status Reader::header(std::span<const uint8_t> bytes, const std::string& what, u
     return Error(TB_DATA_LOSS, "%s: manifest_bytes = %llu (expected 1 .. %llu and within the "
                  "%llu bytes after the header)", what.c_str(), (ull)*manifest_bytes,
                  (ull)kMaxManifestBytes, (ull)(size - kHeaderBytes));
+  }
+  if (prefix.size() < kHeaderBytes + *manifest_bytes) {  // the caller read less than the file has
+    return Error(TB_DATA_LOSS, "%s: only %llu of the %llu header and manifest bytes could be read",
+                 what.c_str(), (ull)prefix.size(), (ull)(kHeaderBytes + *manifest_bytes));
   }
   *entry_count = load_u32(h + kOffEntryCount);
   if (*entry_count > kMaxEntries) {
@@ -257,11 +278,9 @@ Status Reader::entry(Cursor& c, uint32_t index, uint64_t file_bytes, Entry* e) {
   }
   e->source_tensors.resize(nsources);
   for (uint32_t s = 0; s < nsources; ++s) {
-    TB_RETURN_IF_ERROR(c.str(&e->source_tensors[s], kMaxTextBytes,
-                             Format("%s source tensor %u", where.c_str(), s)));
-    if (!valid_text(e->source_tensors[s])) {
-      return Error(TB_DATA_LOSS, "%s source tensor %u holds a control byte", where.c_str(), s);
-    }
+    const std::string field = Format("%s source tensor %u", where.c_str(), s);
+    TB_RETURN_IF_ERROR(c.str(&e->source_tensors[s], kMaxTextBytes, field));
+    TB_RETURN_IF_ERROR(check_text_field(field, e->source_tensors[s]));
   }
 
   uint32_t npayloads = 0;
@@ -298,27 +317,23 @@ Status Reader::entry(Cursor& c, uint32_t index, uint64_t file_bytes, Entry* e) {
   return Status();
 }
 
-Result<std::unique_ptr<Artifact>> Reader::parse(std::span<const uint8_t> bytes,
-                                                const std::string& what) {
+Result<std::unique_ptr<Artifact>> Reader::parse(std::span<const uint8_t> prefix,
+                                                uint64_t file_bytes, const std::string& what) {
   uint32_t version = 0, entry_count = 0;
   uint64_t manifest_bytes = 0;
-  TB_RETURN_IF_ERROR(header(bytes, what, &version, &manifest_bytes, &entry_count));
+  TB_RETURN_IF_ERROR(header(prefix, file_bytes, what, &version, &manifest_bytes, &entry_count));
 
   std::unique_ptr<Artifact> a(new Artifact());
-  a->base_ = bytes.data();
-  a->size_ = bytes.size();
+  a->size_ = file_bytes;
   a->version_ = version;
   a->path_ = what;
-  Cursor c(bytes.data() + kHeaderBytes, manifest_bytes, kHeaderBytes);
+  a->manifest_end_ = kHeaderBytes + manifest_bytes;
+  Cursor c(prefix.data() + kHeaderBytes, manifest_bytes, kHeaderBytes);
   auto fail = [&](const Status& s) { return Status(s.code(), what + ": " + s.message()); };
   Status s = c.str(&a->provenance_.source_file, kMaxTextBytes, "provenance source_file");
-  if (s.ok() && !valid_text(a->provenance_.source_file)) {
-    s = Error(TB_DATA_LOSS, "provenance source_file holds a control byte");
-  }
+  if (s.ok()) s = check_text_field("provenance source_file", a->provenance_.source_file);
   if (s.ok()) s = c.str(&a->provenance_.packer, kMaxTextBytes, "provenance packer");
-  if (s.ok() && !valid_text(a->provenance_.packer)) {
-    s = Error(TB_DATA_LOSS, "provenance packer holds a control byte");
-  }
+  if (s.ok()) s = check_text_field("provenance packer", a->provenance_.packer);
   if (!s.ok()) return fail(s);
 
   // Each entry takes at least 60 manifest bytes, so entry_count is also bounded by the manifest
@@ -329,86 +344,201 @@ Result<std::unique_ptr<Artifact>> Reader::parse(std::span<const uint8_t> bytes,
   }
   a->entries_.resize(entry_count);
   std::unordered_set<std::string> names;
-  std::vector<Placed> placed;
+  // Placement: in manifest order, each payload at the first aligned offset after what precedes
+  // it. `end` is where the previous payload (first: the manifest) ends.
+  uint64_t end = a->manifest_end_;
+  std::string end_what = "the manifest";
   for (uint32_t i = 0; i < entry_count; ++i) {
     Entry& e = a->entries_[i];
-    TB_RETURN_IF_ERROR(fail(entry(c, i, bytes.size(), &e)));
+    TB_RETURN_IF_ERROR(fail(entry(c, i, file_bytes, &e)));
     if (!names.insert(e.name).second) {
       return fail(Error(TB_DATA_LOSS, "entry %u name '%s' is a duplicate (names must be unique)",
                         i, e.name.c_str()));
     }
     for (size_t p = 0; p < e.payloads.size(); ++p) {
-      placed.push_back({e.payloads[p].offset, e.payloads[p].bytes,
-                        e.name + (e.kind == TB_WEIGHTS_F32 ? " data" : p == 0 ? " codes" : " scales")});
+      const Entry::Payload& pl = e.payloads[p];
+      const std::string what_p = "entry '" + e.name + "' " + payload_name(e, p);
+      if (pl.offset < end) {
+        return fail(Error(TB_DATA_LOSS, "payload %s at offset %llu overlaps %s (which ends at "
+                          "%llu)", what_p.c_str(), (ull)pl.offset, end_what.c_str(), (ull)end));
+      }
+      if (pl.offset != align_up(end)) {
+        return fail(Error(TB_DATA_LOSS, "payload %s at offset %llu leaves a gap after %s (expected "
+                          "offset %llu: payloads follow in manifest order, each at the next "
+                          "multiple of %llu)", what_p.c_str(), (ull)pl.offset, end_what.c_str(),
+                          (ull)align_up(end), (ull)kPayloadAlign));
+      }
+      end = pl.offset + pl.bytes;  // no overflow: offset + bytes <= file size was checked
+      end_what = "payload " + what_p;
     }
   }
   if (c.remaining() != 0) {
     return fail(Error(TB_DATA_LOSS, "manifest has %llu trailing bytes after the last entry",
                       (ull)c.remaining()));
   }
-  const uint64_t manifest_end = kHeaderBytes + manifest_bytes;
-  std::sort(placed.begin(), placed.end(),
-            [](const Placed& x, const Placed& y) { return x.offset < y.offset; });
-  uint64_t floor = manifest_end;
-  const char* floor_what = "the manifest";
-  std::string prev;
-  for (const Placed& p : placed) {
-    if (p.offset < floor) {
-      return fail(Error(TB_DATA_LOSS, "payload %s at offset %llu overlaps %s (which ends at %llu)",
-                        p.what.c_str(), (ull)p.offset, floor_what, (ull)floor));
-    }
-    floor = p.offset + p.bytes;  // no overflow: offset + bytes <= file size was checked
-    prev = p.what;
-    floor_what = prev.c_str();
+  if (end != file_bytes) {
+    return fail(Error(TB_DATA_LOSS, "file is %llu bytes but %s ends at %llu: %llu bytes of tail "
+                      "(expected none: the file ends with its last payload)", (ull)file_bytes,
+                      end_what.c_str(), (ull)end, (ull)(file_bytes - end)));
   }
   a->verified_.reset(new std::atomic<bool>[entry_count == 0 ? 1 : entry_count]);
   for (uint32_t i = 0; i < entry_count; ++i) a->verified_[i].store(false);
   return a;
 }
 
-Result<std::unique_ptr<Artifact>> parse(std::span<const uint8_t> bytes, const std::string& what) {
-  return Reader::parse(bytes, what);
+Result<std::unique_ptr<Artifact>> Reader::parse_borrowed(std::span<const uint8_t> bytes,
+                                                         const std::string& what) {
+  auto parsed = parse(bytes, bytes.size(), what);
+  if (parsed.ok()) {
+    parsed.value()->base_ = bytes.data();
+    parsed.value()->mode_ = ReadMode::kCopy;  // memory, not a mapping this object watches
+  }
+  return parsed;
 }
 
-Result<std::unique_ptr<Artifact>> Artifact::open(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
+Result<std::unique_ptr<Artifact>> parse(std::span<const uint8_t> bytes, const std::string& what) {
+  return Reader::parse_borrowed(bytes, what);
+}
+
+namespace {
+
+// A file descriptor and a mapping (of the file, or anonymous) released on every early return.
+struct Held {
+  int fd = -1;
+  void* mem = MAP_FAILED;
+  uint64_t bytes = 0;
+  ~Held() {
+    if (mem != MAP_FAILED) ::munmap(mem, bytes);
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+Status shrank_under_mapping(const std::string& path, const char* during) {
+  return Error(TB_DATA_LOSS, "%s: the file shrank under its mapping while %s (another process "
+               "truncated or is rewriting it)", path.c_str(), during);
+}
+
+// kCopy: reads the whole file into anonymous memory, then makes it read-only.
+Status read_whole_file(Held& h, const std::string& path, uint64_t size) {
+  h.mem = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (h.mem == MAP_FAILED) {
+    return Error(TB_RESOURCE_EXHAUSTED, "cannot allocate %llu bytes to read %s into: %s",
+                 (ull)size, path.c_str(), std::strerror(errno));
+  }
+  h.bytes = size;
+  auto* out = static_cast<uint8_t*>(h.mem);
+  for (uint64_t done = 0; done < size;) {
+    const ssize_t r = ::pread(h.fd, out + done, std::min<uint64_t>(size - done, 1u << 30),
+                              static_cast<off_t>(done));
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) {
+      return Error(TB_UNAVAILABLE, "cannot read %s at offset %llu: %s", path.c_str(), (ull)done,
+                   std::strerror(errno));
+    }
+    if (r == 0) {
+      return Error(TB_DATA_LOSS, "%s shrank while it was being read (%llu bytes read of the %llu "
+                   "it had when opened)", path.c_str(), (ull)done, (ull)size);
+    }
+    done += static_cast<uint64_t>(r);
+  }
+  struct stat st {};
+  if (::fstat(h.fd, &st) == 0 && static_cast<uint64_t>(st.st_size) != size) {
+    return Error(TB_DATA_LOSS, "%s changed size while it was being read (%llu bytes when opened, "
+                 "%llu after)", path.c_str(), (ull)size, (ull)st.st_size);
+  }
+  ::mprotect(h.mem, size, PROT_READ);  // views are const; a stray write should fault loudly
+  ::close(h.fd);
+  h.fd = -1;
+  return Status();
+}
+
+// kMap: the header, then the manifest when the header's size for it is plausible (parse refuses
+// the header otherwise), copied out of the mapping under the guard.
+Result<std::vector<uint8_t>> read_prefix(const uint8_t* map, uint64_t size, const std::string& path) {
+  std::vector<uint8_t> prefix(kHeaderBytes);
+  if (!guarded_copy(prefix.data(), map, kHeaderBytes)) {
+    return shrank_under_mapping(path, "its header was read");
+  }
+  const uint64_t mbytes = load_u64(prefix.data() + kOffManifestBytes);
+  if (mbytes <= kMaxManifestBytes && mbytes <= size - kHeaderBytes) {
+    prefix.resize(kHeaderBytes + mbytes);
+    if (!guarded_copy(prefix.data() + kHeaderBytes, map + kHeaderBytes, mbytes)) {
+      return shrank_under_mapping(path, "its manifest was read");
+    }
+  }
+  return prefix;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Artifact>> Artifact::open(const std::string& path,
+                                                 const OpenOptions& options) {
+  Held h;
+  h.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (h.fd < 0) {
     return Error(errno == ENOENT ? TB_INVALID_ARGUMENT : TB_UNAVAILABLE, "cannot open %s: %s",
                  path.c_str(), std::strerror(errno));
   }
   struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+  if (::fstat(h.fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     const int err = errno;
-    ::close(fd);
     return Error(TB_INVALID_ARGUMENT, "%s is not a readable regular file%s%s", path.c_str(),
                  err ? ": " : "", err ? std::strerror(err) : "");
   }
   const uint64_t size = static_cast<uint64_t>(st.st_size);
   if (size < kHeaderBytes) {
-    ::close(fd);
     return Error(TB_DATA_LOSS, "%s: file is %llu bytes, smaller than the %u-byte header",
                  path.c_str(), (ull)size, kHeaderBytes);
   }
-  void* map = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-  const int map_err = errno;
-  ::close(fd);  // the mapping keeps the file alive
-  if (map == MAP_FAILED) {
-    return Error(TB_RESOURCE_EXHAUSTED, "cannot map %s (%llu bytes): %s", path.c_str(), (ull)size,
-                 std::strerror(map_err));
+  std::unique_ptr<Artifact> a;
+  if (options.read == ReadMode::kCopy) {
+    TB_RETURN_IF_ERROR(read_whole_file(h, path, size));
+    auto parsed = Reader::parse({static_cast<const uint8_t*>(h.mem), size}, size, path);
+    if (!parsed.ok()) return parsed.status();
+    a = std::move(parsed).value();
+  } else {
+    h.mem = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, h.fd, 0);
+    if (h.mem == MAP_FAILED) {
+      return Error(TB_RESOURCE_EXHAUSTED, "cannot map %s (%llu bytes): %s", path.c_str(),
+                   (ull)size, std::strerror(errno));
+    }
+    h.bytes = size;
+    auto prefix = read_prefix(static_cast<const uint8_t*>(h.mem), size, path);
+    if (!prefix.ok()) return prefix.status();
+    auto parsed = Reader::parse(prefix.value(), size, path);
+    if (!parsed.ok()) return parsed.status();
+    a = std::move(parsed).value();
+    a->fd_ = h.fd;
+    h.fd = -1;
   }
-  auto parsed = Reader::parse({static_cast<const uint8_t*>(map), size}, path);
-  if (!parsed.ok()) {
-    ::munmap(map, size);
-    return parsed.status();
-  }
-  std::unique_ptr<Artifact> a = std::move(parsed).value();
-  a->mapped_ = true;
+  a->mode_ = options.read;
+  a->base_ = static_cast<const uint8_t*>(h.mem);
+  a->owned_bytes_ = size;
+  h.mem = MAP_FAILED;
   a->path_ = path;
   return a;
 }
 
 Artifact::~Artifact() {
-  if (mapped_ && base_) ::munmap(const_cast<uint8_t*>(base_), size_);
+  if (owned_bytes_ != 0) ::munmap(const_cast<uint8_t*>(base_), owned_bytes_);
+  if (fd_ >= 0) ::close(fd_);
+}
+
+Status Artifact::check_unchanged() const {
+  if (fd_ < 0) return Status();
+  struct stat st {};
+  if (::fstat(fd_, &st) != 0) {
+    return Error(TB_UNAVAILABLE, "%s: cannot stat the open file: %s", path_.c_str(),
+                 std::strerror(errno));
+  }
+  if (static_cast<uint64_t>(st.st_size) != size_) {
+    return Error(TB_DATA_LOSS, "%s: the file %s under its mapping (%llu bytes when opened, %llu "
+                 "now): another process truncated or rewrote it; open it again, or open it in the "
+                 "copy read mode", path_.c_str(),
+                 static_cast<uint64_t>(st.st_size) < size_ ? "shrank" : "grew", (ull)size_,
+                 (ull)st.st_size);
+  }
+  return Status();
 }
 
 const Entry* Artifact::find(const std::string& name) const {
@@ -439,21 +569,89 @@ tb_weights_view Artifact::view(const Entry& e) const {
   return v;
 }
 
+namespace {
+
+// Everything verify() reads, computed in one pass that may run under the read guard: plain data
+// in, plain data out (read_guard.h: no allocation, nothing to unwind).
+struct Scan {
+  const uint8_t* base;
+  const Entry* e;
+  uint64_t gap_begin[2];  // per payload: where the gap before it starts
+  uint64_t hash[2];
+  uint64_t bad_gap_byte[2];  // file offset of the first nonzero gap byte, or UINT64_MAX
+  uint8_t gap_found[2];      // and its value
+  PaddingProblem padding;
+};
+
+void scan_entry(void* arg) {
+  auto* s = static_cast<Scan*>(arg);
+  const Entry& e = *s->e;
+  for (size_t p = 0; p < e.payloads.size(); ++p) {
+    const Entry::Payload& pl = e.payloads[p];
+    s->bad_gap_byte[p] = UINT64_MAX;
+    for (uint64_t at = s->gap_begin[p]; at < pl.offset; ++at) {
+      if (s->base[at] != 0) {
+        s->bad_gap_byte[p] = at;
+        s->gap_found[p] = s->base[at];
+        break;
+      }
+    }
+    s->hash[p] = XXH64(s->base + pl.offset, pl.bytes, 0);
+  }
+  if (e.kind == TB_WEIGHTS_STRIPS) {
+    s->padding = find_bad_padding(e.prec, e.n, e.k, s->base + e.payloads[kStripCodes].offset,
+                                  s->base + e.payloads[kStripScales].offset);
+  }
+}
+
+}  // namespace
+
 Status Artifact::verify(const Entry& e) const {
   const size_t index = index_of(entries_, e);
   if (index >= entries_.size()) {
     return Error(TB_INVALID_ARGUMENT, "entry '%s' does not belong to %s", e.name.c_str(),
                  path_.c_str());
   }
+  TB_RETURN_IF_ERROR(check_unchanged());
+  Scan scan{};
+  scan.base = base_;
+  scan.e = &e;
+  uint64_t end = index == 0 ? manifest_end_ : entries_[index - 1].payloads.back().offset +
+                                                  entries_[index - 1].payloads.back().bytes;
+  for (size_t p = 0; p < e.payloads.size(); ++p) {
+    scan.gap_begin[p] = end;
+    end = e.payloads[p].offset + e.payloads[p].bytes;
+  }
+  bool faulted = false;
+  if (fd_ >= 0) {  // a mapping: the file may shrink under it
+    faulted = !guarded_run(base_, size_, scan_entry, &scan);
+  } else {         // owned or borrowed memory
+    scan_entry(&scan);
+  }
+  if (faulted) {
+    return Error(TB_DATA_LOSS, "%s: entry '%s': the file shrank under its mapping while its "
+                 "payloads were read (another process truncated or is rewriting it)",
+                 path_.c_str(), e.name.c_str());
+  }
   for (size_t p = 0; p < e.payloads.size(); ++p) {
     const Entry::Payload& pl = e.payloads[p];
-    const uint64_t h = XXH64(base_ + pl.offset, pl.bytes, 0);
-    if (h != pl.xxh64) {
-      const char* pname = e.kind == TB_WEIGHTS_F32 ? "data" : p == kStripCodes ? "codes" : "scales";
+    if (scan.hash[p] != pl.xxh64) {
       return Error(TB_DATA_LOSS, "%s: entry '%s' %s payload checksum mismatch (stored 0x%016llx, "
                    "computed 0x%016llx): the file is corrupt", path_.c_str(), e.name.c_str(),
-                   pname, (ull)pl.xxh64, (ull)h);
+                   payload_name(e, p), (ull)pl.xxh64, (ull)scan.hash[p]);
     }
+    if (scan.bad_gap_byte[p] != UINT64_MAX) {
+      return Error(TB_DATA_LOSS, "%s: entry '%s': byte %llu of the gap before its %s payload is "
+                   "0x%02x (expected 0: gaps hold zeros)", path_.c_str(), e.name.c_str(),
+                   (ull)scan.bad_gap_byte[p], payload_name(e, p), scan.gap_found[p]);
+    }
+  }
+  if (const PaddingProblem& pp = scan.padding) {
+    return Error(TB_DATA_LOSS, "%s: entry '%s' %s byte %llu is padding (column %lld%s) and holds "
+                 "0x%02x (expected %s)", path_.c_str(), e.name.c_str(), pp.payload,
+                 (ull)pp.offset, (ll)pp.column, pp.k < 0 ? "" : Format(", k %lld", (ll)pp.k).c_str(),
+                 pp.found, pp.k < 0 ? "scale 0"
+                           : e.prec == TB_PREC_Q4 ? "nibble 8, code 0" : "code 0");
   }
   verified_[index].store(true, std::memory_order_release);
   return Status();

@@ -14,6 +14,8 @@
 #include "artifacts/artifact.h"
 #include "artifacts/atomic_file.h"
 #include "artifacts/format.h"
+#include "artifacts/strip_padding.h"
+#include "artifacts/text_rule.h"
 #include "core/numerics.h"
 #include "core/op_checks.h"
 
@@ -55,11 +57,22 @@ Status check_sources(const std::string& name, const std::vector<std::string>& so
     return Error(TB_INVALID_ARGUMENT, "entry '%s' has %zu source tensors (at most %u)",
                  name.c_str(), sources.size(), kMaxSources);
   }
-  for (const std::string& s : sources) {
-    if (!valid_text(s)) {
-      return Error(TB_INVALID_ARGUMENT, "entry '%s': source tensor name of %zu bytes is longer "
-                   "than %u or holds a control byte", name.c_str(), s.size(), kMaxTextBytes);
+  for (size_t i = 0; i < sources.size(); ++i) {
+    if (const TextProblem p = check_text(sources[i], kMaxTextBytes)) {
+      return Error(TB_INVALID_ARGUMENT, "entry '%s': source tensor %zu (%zu bytes) is not valid "
+                   "text: %s at byte %llu (expected at most %u bytes of UTF-8 without control "
+                   "characters)", name.c_str(), i, sources[i].size(), p.what, (ull)p.offset,
+                   kMaxTextBytes);
     }
+  }
+  return Status();
+}
+
+Status check_provenance_text(const char* field, const std::string& text) {
+  if (const TextProblem p = check_text(text, kMaxTextBytes)) {
+    return Error(TB_INVALID_ARGUMENT, "provenance %s (%zu bytes) is not valid text: %s at byte "
+                 "%llu (expected at most %u bytes of UTF-8 without control characters)", field,
+                 text.size(), p.what, (ull)p.offset, kMaxTextBytes);
   }
   return Status();
 }
@@ -148,6 +161,13 @@ Status Writer::adopt_strips(const std::string& name, tb_prec prec, int64_t n, in
     scale_bytes[2 * i + 1] = static_cast<uint8_t>(owned_scales[i] >> 8);
   }
   owned_scales = {};
+  if (const PaddingProblem p = find_bad_padding(prec, n, k, owned_codes.data(), scale_bytes.data())) {
+    return Error(TB_INVALID_ARGUMENT, "entry '%s': %s byte %llu is padding (column %lld%s) and "
+                 "holds 0x%02x (expected %s: N = %lld, K = %lld)", name.c_str(), p.payload,
+                 (ull)p.offset, (ll)p.column, p.k < 0 ? "" : Format(", k %lld", (ll)p.k).c_str(),
+                 p.found, p.k < 0 ? "scale 0" : prec == TB_PREC_Q4 ? "nibble 8, code 0" : "code 0",
+                 (ll)n, (ll)k);
+  }
   Entry e;
   e.name = name;
   e.kind = TB_WEIGHTS_STRIPS;
@@ -239,11 +259,8 @@ std::vector<uint8_t> encode_manifest(const Provenance& prov, const std::vector<E
 }
 
 Result<Plan> make_plan(const Provenance& prov, const std::vector<Entry>& pending_entries) {
-  if (!valid_text(prov.source_file) || !valid_text(prov.packer)) {
-    return Error(TB_INVALID_ARGUMENT, "provenance source_file (%zu bytes) or packer (%zu bytes) "
-                 "is longer than %u bytes or holds a control byte", prov.source_file.size(),
-                 prov.packer.size(), kMaxTextBytes);
-  }
+  TB_RETURN_IF_ERROR(check_provenance_text("source_file", prov.source_file));
+  TB_RETURN_IF_ERROR(check_provenance_text("packer", prov.packer));
   std::vector<Entry> entries = pending_entries;
   // Offsets are fixed-width, so the manifest's size does not depend on their values.
   const uint64_t manifest_bytes = encode_manifest(prov, entries).size();

@@ -22,8 +22,8 @@
 // MANIFEST (manifest_bytes bytes at manifest_off). Scalars are u32/u64/i64 as named; a `str` is
 // a u32 byte length followed by that many bytes (no terminator). The manifest is read strictly
 // sequentially and must be consumed exactly (trailing bytes are an error).
-//   str  provenance.source_file   0 .. kMaxTextBytes bytes, no control byte (< 0x20, 0x7F)
-//   str  provenance.packer        0 .. kMaxTextBytes bytes, same rule
+//   str  provenance.source_file   text: 0 .. kMaxTextBytes bytes (the TEXT rule below)
+//   str  provenance.packer        text: 0 .. kMaxTextBytes bytes
 //   entry_count times an ENTRY:
 //     str  name                   1 .. kMaxNameBytes bytes of printable ASCII 0x21..0x7E
 //                                 (no spaces); unique within the file
@@ -38,27 +38,38 @@
 //     range_count times:  str name (entry-name rules, unique within the entry),
 //                         i64 begin, i64 end    0 <= begin < end <= N, ascending, disjoint
 //     u32  source_count           0 .. kMaxSources
-//     source_count times: str source tensor name (text rules, 0 .. kMaxTextBytes)
+//     source_count times: str source tensor name (text, 0 .. kMaxTextBytes)
 //     u32  payload_count          strips: 2 (codes, scales); matrix: 1 (data)
 //     payload_count times: u64 offset, u64 bytes, u64 xxh64 (XXH64, seed 0, of the payload)
 //
-// PAYLOADS. Each payload's offset is a multiple of kPayloadAlign, at or after the end of the
-// manifest, and offset + bytes <= file_bytes. Payloads never overlap. Byte counts are exactly
-// what the shape implies (core/op_checks.h): strip codes = strip_codes_bytes(prec, N, K), strip
-// scales = strip_scales_bytes(N, K), matrix data = rows * cols * 4. The writer places payloads in
-// manifest order, each at the next multiple of kPayloadAlign, and fills the gaps with zeros; the
-// gap bytes are never read and not covered by any checksum. Strip payloads hold the canonical
-// layout of core/backend.h (tb_strips); a matrix payload is row-major float32 [rows][cols].
+// TEXT (artifacts/text_rule.h): UTF-8 as RFC 3629 defines it (shortest form, no surrogates, at
+// most U+10FFFF) without control characters (U+0000..U+001F, U+007F, U+0080..U+009F). No
+// normalisation is applied or required; no byte-order mark is stripped.
 //
-// WHAT THE READER ENFORCES, in order: file at least kHeaderBytes long; magic; version <=
-// kFormatVersion (and >= 1); header_bytes, manifest_off, flags, reserved as above; file_bytes ==
-// the real size; manifest within the file and within kMaxManifestBytes; entry_count <=
-// kMaxEntries; header checksum; then every manifest field against the bounds above, the shapes
-// against kMaxDim, payload sizes against the computed sizes, payload placement (alignment, after
-// the manifest, inside the file, disjoint), fused ranges, name uniqueness. Any failure is
-// TB_DATA_LOSS naming the field and the value found/expected. Payload checksums are verified on
-// demand (Artifact::verify / view_verified), since reading every byte of a multi-GB file at open
-// would defeat mapping it.
+// PAYLOADS AND PADDING. Payloads follow the manifest in manifest order (entry by entry, codes
+// before scales), each at the first multiple of kPayloadAlign at or after the end of what precedes
+// it (the manifest, then the previous payload), so each GAP is 0 .. kPayloadAlign - 1 bytes. The
+// file ends exactly at the end of the last payload (at the end of the manifest when there is
+// none): there is no tail. Byte counts are exactly what the shape implies (core/op_checks.h):
+// strip codes = strip_codes_bytes(prec, N, K), strip scales = strip_scales_bytes(N, K), matrix
+// data = rows * cols * 4. Strip payloads hold the canonical layout of core/backend.h (tb_strips);
+// a matrix payload is row-major float32 [rows][cols]. Padding, all of which must hold zero:
+//   - header `flags` and `reserved`: 0;
+//   - every gap byte: 0x00 (gaps are not covered by any checksum, so this is their only check);
+//   - strip padding (artifacts/strip_padding.h): padding columns (n >= N) and padding k (k >= K)
+//     hold code 0 (q8 byte 0x00, q4 nibble 8) and padding columns hold scale 0x0000.
+//
+// WHAT THE READER ENFORCES. At open (header and manifest only; no payload or gap byte is read):
+// file at least kHeaderBytes long; magic; version <= kFormatVersion (and >= 1); header_bytes,
+// manifest_off, flags, reserved as above; file_bytes == the real size; manifest within the file
+// and within kMaxManifestBytes; entry_count <= kMaxEntries; header checksum; then every manifest
+// field against the bounds above, text fields against the text rule, the shapes against kMaxDim,
+// payload sizes against the computed sizes, payload placement (aligned, inside the file, in
+// manifest order at the next aligned offset: hence disjoint), no tail, fused ranges, name
+// uniqueness. On demand, per entry (Artifact::verify, view_verified): the payload checksums, the
+// gap before each payload, the strip padding - reading every byte of a multi-GB file at open
+// would defeat mapping it. Any failure is TB_DATA_LOSS naming the field and the value
+// found/expected.
 #pragma once
 
 #include <cstdint>
@@ -103,16 +114,6 @@ inline bool valid_name(std::string_view s) {
   if (s.empty() || s.size() > kMaxNameBytes) return false;
   for (unsigned char c : s) {
     if (c < 0x21 || c > 0x7e) return false;
-  }
-  return true;
-}
-
-// The text rule (provenance, source tensor names): 0 .. kMaxTextBytes bytes, no control byte
-// (UTF-8 paths are fine).
-inline bool valid_text(std::string_view s) {
-  if (s.size() > kMaxTextBytes) return false;
-  for (unsigned char c : s) {
-    if (c < 0x20 || c == 0x7f) return false;
   }
   return true;
 }

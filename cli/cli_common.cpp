@@ -48,14 +48,27 @@ Result<std::string> cache_dir() {
   return dir;
 }
 
-Result<std::unique_ptr<artifact::Artifact>> open_or_make_synthetic(const std::string& dir,
-                                                                   uint64_t seed,
-                                                                   bool with_lm_head) {
+void add_read_option(CLI::App* app, artifact::OpenOptions& out) {
+  // `out` lives in the command's options, which outlive parsing.
+  app->add_option_function<std::string>(
+         "--read",
+         [&out](const std::string& v) {
+           out.read = v == "copy" ? artifact::ReadMode::kCopy : artifact::ReadMode::kMap;
+         },
+         "How to read the artifact: map (default; pages are read when used) or copy (the whole "
+         "file into memory at open, so a file truncated or rewritten meanwhile cannot crash or "
+         "change the run; see docs/FORMAT.md)")
+      ->check(CLI::IsMember({"map", "copy"}))
+      ->option_text("map|copy");
+}
+
+Result<std::unique_ptr<artifact::Artifact>> open_or_make_synthetic(
+    const std::string& dir, uint64_t seed, bool with_lm_head, const artifact::OpenOptions& open) {
   TB_RETURN_IF_ERROR(make_dirs(dir));  // --cache may name a folder that does not exist yet
   const std::string path = dir + "/synthetic-qwen3vl2b-seed" + std::to_string(seed) +
                            (with_lm_head ? "" : "-small") + ".tbsc";
   if (access(path.c_str(), F_OK) == 0) {
-    auto opened = artifact::Artifact::open(path);
+    auto opened = artifact::Artifact::open(path, open);
     if (opened.ok()) return opened;
     std::fprintf(stderr, "twinbit: cached artifact %s is unusable (%s); generating it again\n",
                  path.c_str(), opened.status().to_string().c_str());
@@ -69,7 +82,7 @@ Result<std::unique_ptr<artifact::Artifact>> open_or_make_synthetic(const std::st
   const double t0 = now_us();
   TB_RETURN_IF_ERROR(synthetic::write_model(path, opt));
   std::fprintf(stderr, "twinbit: generated in %s\n", format_time_us(now_us() - t0).c_str());
-  return artifact::Artifact::open(path);
+  return artifact::Artifact::open(path, open);
 }
 
 std::vector<float> make_activations(uint64_t seed, const std::string& entry, int64_t m, int64_t k) {

@@ -37,11 +37,15 @@ int fail(const char* command, const Status& status);
 // $TWINBIT_CACHE, else $XDG_CACHE_HOME/twinbit, else $HOME/.cache/twinbit (created if missing).
 Result<std::string> cache_dir();
 
+// Adds `--read map|copy` (artifact::ReadMode) to a command that opens an artifact; the value
+// lands in `out`. One option, one help text, for every such command.
+void add_read_option(CLI::App* app, artifact::OpenOptions& out);
+
 // Opens the demo's synthetic artifact for `seed` in `dir`, generating it first when it is
 // missing or does not open (with a line on stderr saying why). `with_lm_head` picks the model.
-Result<std::unique_ptr<artifact::Artifact>> open_or_make_synthetic(const std::string& dir,
-                                                                   uint64_t seed,
-                                                                   bool with_lm_head);
+Result<std::unique_ptr<artifact::Artifact>> open_or_make_synthetic(
+    const std::string& dir, uint64_t seed, bool with_lm_head,
+    const artifact::OpenOptions& open = {});
 
 // Activation inputs of a projection: x [m][k], deterministic from (seed, entry name, m).
 std::vector<float> make_activations(uint64_t seed, const std::string& entry, int64_t m, int64_t k);

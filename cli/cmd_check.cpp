@@ -19,6 +19,7 @@ namespace {
 struct CheckOptions {
   std::string path, a, b, ms = "1,32", modes = "f32,i8", entry = "*";
   uint64_t seed = 42;
+  artifact::OpenOptions open;
 };
 
 Result<std::vector<int64_t>> parse_ms(const std::string& s) {
@@ -81,7 +82,7 @@ int run_check(const CheckOptions& o) {
       }
     }
   }
-  auto opened = artifact::Artifact::open(o.path);
+  auto opened = artifact::Artifact::open(o.path, o.open);
   if (!opened.ok()) return fail("check", opened.status());
   const artifact::Artifact& art = *opened.value();
   auto ba = create_backend(o.a);
@@ -169,6 +170,7 @@ Command add_check(CLI::App& root) {
   app->add_option("--mode", opt->modes, "Activation modes, comma separated (f32, i8)")->capture_default_str();
   app->add_option("--entry", opt->entry, "Only entries matching this glob")->capture_default_str();
   app->add_option("--seed", opt->seed, "Seed of the activations (as `twinbit run`)")->capture_default_str();
+  add_read_option(app, opt->open);
   return Command{app, [opt] { return run_check(*opt); }};
 }
 

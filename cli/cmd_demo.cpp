@@ -27,6 +27,7 @@ struct DemoOptions {
   std::vector<std::string> backends;  // empty = every built-in
   std::string cache;
   double ref_budget = 4e7;  // reference multiply-adds per case before sampling columns
+  artifact::OpenOptions open;
 };
 
 struct Row {
@@ -112,7 +113,7 @@ int Demo::run() {
     if (!d.ok()) return fail("demo", d.status());
     dir = d.value();
   }
-  auto art = open_or_make_synthetic(dir, opt_.seed, !opt_.small);
+  auto art = open_or_make_synthetic(dir, opt_.seed, !opt_.small, opt_.open);
   if (!art.ok()) return fail("demo", art.status());
 
   std::vector<std::string> names = opt_.backends;
@@ -374,6 +375,7 @@ Command add_demo(CLI::App& root) {
   app->add_flag("--small", opt->small, "Leave out lm_head (151936 x 2048): a faster run");
   app->add_option("--backends", opt->backends, "Only these backends (comma-separated)")->delimiter(',');
   app->add_option("--cache", opt->cache, "Folder for the generated artifact");
+  add_read_option(app, opt->open);
   return Command{app, [opt] { return Demo(*opt).run(); }};
 }
 

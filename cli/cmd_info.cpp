@@ -10,6 +10,7 @@ struct InfoOptions {
   std::string path;
   bool verify = false;
   bool json = false;
+  artifact::OpenOptions open;
 };
 
 std::string shape_of(const artifact::Entry& e) {
@@ -18,7 +19,7 @@ std::string shape_of(const artifact::Entry& e) {
 }
 
 int run_info(const InfoOptions& o) {
-  auto opened = artifact::Artifact::open(o.path);
+  auto opened = artifact::Artifact::open(o.path, o.open);
   if (!opened.ok()) return fail("info", opened.status());
   const artifact::Artifact& art = *opened.value();
   int bad = 0;
@@ -87,6 +88,7 @@ Command add_info(CLI::App& root) {
   app->add_option("file", opt->path, "Artifact file")->required();
   app->add_flag("--verify", opt->verify, "Check every payload's xxh64 checksum (exit 1 on a mismatch)");
   app->add_flag("--json", opt->json, "Print one JSON object");
+  add_read_option(app, opt->open);
   return Command{app, [opt] { return run_info(*opt); }};
 }
 

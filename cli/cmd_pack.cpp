@@ -10,6 +10,7 @@ struct PackOptions {
   uint64_t seed = 42;
   bool small = false;
   std::vector<std::string> precs = {"q8", "q4"};
+  artifact::OpenOptions open;  // for reading back what was written
 };
 
 int run_pack(const PackOptions& o) {
@@ -25,7 +26,7 @@ int run_pack(const PackOptions& o) {
   so.progress = [](const std::string& line) { std::fprintf(stderr, "  %s\n", line.c_str()); };
   const double t0 = now_us();
   if (Status s = synthetic::write_model(o.out, so); !s.ok()) return fail("pack", s);
-  auto art = artifact::Artifact::open(o.out);
+  auto art = artifact::Artifact::open(o.out, o.open);
   if (!art.ok()) return fail("pack", art.status());
   std::printf("wrote %s: %zu entries, %s, in %s\n", o.out.c_str(), art.value()->entries().size(),
               format_bytes(art.value()->file_bytes()).c_str(), format_time_us(now_us() - t0).c_str());
@@ -41,6 +42,7 @@ Command add_pack(CLI::App& root) {
   app->add_option("-o,--output", opt->out, "Artifact file to write")->required();
   app->add_option("--seed", opt->seed, "Seed of the synthetic weights")->capture_default_str();
   app->add_flag("--small", opt->small, "Leave out lm_head");
+  add_read_option(app, opt->open);
   app->add_option("--prec", opt->precs, "Precisions to pack")
       ->delimiter(',')->check(CLI::IsMember({"q8", "q4"}))->capture_default_str();
   return Command{app, [opt] { return run_pack(*opt); }};

@@ -14,10 +14,11 @@ struct RunOptions {
   std::string path, entry, backend = "cpu", mode = "f32", out;
   int64_t m = 1;
   uint64_t seed = 42;
+  artifact::OpenOptions open;
 };
 
 int run_run(const RunOptions& o) {
-  auto opened = artifact::Artifact::open(o.path);
+  auto opened = artifact::Artifact::open(o.path, o.open);
   if (!opened.ok()) return fail("run", opened.status());
   const artifact::Artifact& art = *opened.value();
   const artifact::Entry* e = art.find(o.entry);
@@ -85,6 +86,7 @@ Command add_run(CLI::App& root) {
   app->add_option("--mode", opt->mode, "Activation mode")->check(CLI::IsMember({"f32", "i8"}))->capture_default_str();
   app->add_option("--seed", opt->seed, "Seed of the activations")->capture_default_str();
   app->add_option("-o,--output", opt->out, "Output file")->required();
+  add_read_option(app, opt->open);
   return Command{app, [opt] { return run_run(*opt); }};
 }
 

@@ -21,6 +21,7 @@
 #include <tuple>
 #include <vector>
 
+#include "artifacts/read_guard.h"
 #include "backends/cuda/cuda_status.h"
 #include "core/numerics.h"
 #include "core/op_checks.h"
@@ -262,7 +263,13 @@ Status upload(Ctx& c, void* dst, const void* src, size_t bytes) {
     const size_t len = std::min(kBindChunk, bytes - off);
     const int slot = static_cast<int>(i & 1);
     TB_CUDA_TRY(cudaEventSynchronize(c.bind_done[slot]));  // the slot's previous DMA is done
-    std::memcpy(c.bind_slot[slot], static_cast<const char*>(src) + off, len);
+    // The source is often a mapped artifact: a file that shrank under it faults here (SIGBUS).
+    if (!twinbit::artifact::guarded_copy(c.bind_slot[slot], static_cast<const char*>(src) + off, len)) {
+      (void)cudaStreamSynchronize(c.bind_stream);  // the other slot's DMA, before dst is freed
+      return Error(TB_DATA_LOSS, "cuda: reading the weights to copy them to the device faulted "
+                   "at byte %zu of %zu: the artifact file shrank under its mapping (another "
+                   "process truncated or is rewriting it)", off, bytes);
+    }
     TB_CUDA_TRY(cudaMemcpyAsync(static_cast<char*>(dst) + off, c.bind_slot[slot], len,
                                 cudaMemcpyHostToDevice, c.bind_stream));
     TB_CUDA_TRY(cudaEventRecord(c.bind_done[slot], c.bind_stream));
