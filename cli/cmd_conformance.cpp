@@ -80,11 +80,11 @@ int run_conformance(const ConformanceOptions& o) {
   std::fputs(format_text(rep).c_str(), stdout);
   if (!o.json.empty()) {
     const std::string j = format_json(rep);
-    if (Status s = artifact::write_file_atomic(o.json, j.data(), j.size()); !s.ok()) return fail("conformance", s);
+    if (Status s = artifact::write_output(o.json, j.data(), j.size()); !s.ok()) return fail("conformance", s);
   }
   if (!o.junit.empty()) {
     const std::string x = format_junit(rep);
-    if (Status s = artifact::write_file_atomic(o.junit, x.data(), x.size()); !s.ok()) return fail("conformance", s);
+    if (Status s = artifact::write_output(o.junit, x.data(), x.size()); !s.ok()) return fail("conformance", s);
   }
   return rep.passed() ? 0 : 1;
 }

@@ -63,7 +63,7 @@ int run_run(const RunOptions& o) {
   const double t0 = now_us();
   if (Status s = backend->gemm(bound.value(), a); !s.ok()) return fail("run", s);
   const double us = now_us() - t0;
-  if (Status s = artifact::write_file_atomic(o.out, y.data(), y.size() * sizeof(float)); !s.ok()) return fail("run", s);
+  if (Status s = artifact::write_output(o.out, y.data(), y.size() * sizeof(float)); !s.ok()) return fail("run", s);
   std::printf("%s (%s, K %lld x N %lld) on %s, M = %lld, mode %s: %s; wrote %s float32 [%lld][%lld] "
               "little-endian; xxh64 %016llx\n", e->name.c_str(), prec_name(w.prec), (long long)w.k,
               (long long)w.n, backend->name().c_str(), (long long)o.m, o.mode.c_str(),
