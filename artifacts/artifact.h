@@ -42,6 +42,8 @@
 
 namespace twinbit::artifact {
 
+class OutputFile;  // atomic_file.h
+
 // A named output column range of a fused strip set: columns [begin, end) are projection `name`.
 struct FusedRange {
   std::string name;
@@ -153,6 +155,8 @@ class Writer {
                     std::span<const float> data, std::vector<std::string> source_tensors = {});
   // Writes atomically (temporary file, fsync, rename). Errors name the path and the step.
   Status write(const std::string& path, const Provenance& provenance) const;
+  // The same into an output opened before the work (atomic_file.h: what a path may be).
+  Status write(OutputFile& file, const Provenance& provenance) const;
   // The file image (for tests and fuzzers); write() is this plus the atomic file dance.
   Result<std::vector<uint8_t>> serialize(const Provenance& provenance) const;
 

@@ -321,26 +321,30 @@ Result<std::vector<uint8_t>> Writer::serialize(const Provenance& provenance) con
 }
 
 Status Writer::write(const std::string& path, const Provenance& provenance) const {
+  auto file = OutputFile::open(path);
+  if (!file.ok()) return file.status();
+  return write(file.value(), provenance);
+}
+
+Status Writer::write(OutputFile& file, const Provenance& provenance) const {
   std::vector<Entry> entries;
   entries.reserve(pending_.size());
   for (const Pending& p : pending_) entries.push_back(p.entry);
   auto plan = make_plan(provenance, entries);
   if (!plan.ok()) return plan.status();
 
-  auto file = AtomicFile::create(path);
-  if (!file.ok()) return file.status();
   static const uint8_t kZeros[kPayloadAlign] = {};
   uint64_t written = plan->prefix.size();
-  TB_RETURN_IF_ERROR(file->write(plan->prefix.data(), plan->prefix.size()));
+  TB_RETURN_IF_ERROR(file.write(plan->prefix.data(), plan->prefix.size()));
   for (const Pending& p : pending_) {
     for (const std::vector<uint8_t>& bytes : p.payloads) {
       const uint64_t gap = align_up(written) - written;
-      TB_RETURN_IF_ERROR(file->write(kZeros, gap));
-      TB_RETURN_IF_ERROR(file->write(bytes.data(), bytes.size()));
+      TB_RETURN_IF_ERROR(file.write(kZeros, gap));
+      TB_RETURN_IF_ERROR(file.write(bytes.data(), bytes.size()));
       written += gap + bytes.size();
     }
   }
-  return file->commit();  // on any early return, the temporary file is removed
+  return file.commit();  // on any early return, the caller's OutputFile discards the temporary
 }
 
 }  // namespace twinbit::artifact

@@ -159,6 +159,13 @@ std::vector<Projection> projections(const ModelShape& s, bool include_lm_head) {
 
 Status write_model(const std::string& path, const Options& options) {
   TB_RETURN_IF_ERROR(check_options(options));
+  auto out = artifact::OutputFile::open(path);
+  if (!out.ok()) return out.status();
+  return write_model(out.value(), options);
+}
+
+Status write_model(artifact::OutputFile& out, const Options& options) {
+  TB_RETURN_IF_ERROR(check_options(options));
   auto say = [&](const std::string& line) {
     if (options.progress) options.progress(line);
   };
@@ -240,11 +247,11 @@ Status write_model(const std::string& path, const Options& options) {
                                          {std::string("synthetic.") + m.name}));
   }
 
-  say("writing " + path);
+  say("writing " + out.path());
   artifact::Provenance prov;
   prov.source_file = Format("synthetic:seed=%llu", static_cast<unsigned long long>(options.seed));
   prov.packer = "twinbit " TWINBIT_VERSION;
-  return writer.write(path, prov);
+  return writer.write(out, prov);
 }
 
 }  // namespace twinbit::synthetic

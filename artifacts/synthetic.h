@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "artifacts/atomic_file.h"
 #include "core/backend.h"
 #include "core/status.hpp"
 
@@ -47,6 +48,8 @@ std::vector<Projection> projections(const ModelShape& shape, bool include_lm_hea
 
 // Generates and writes the artifact atomically.
 Status write_model(const std::string& path, const Options& options);
+// The same into an output opened (checked) before the minutes of generation.
+Status write_model(artifact::OutputFile& out, const Options& options);
 
 // Deterministic pseudo-random numbers (splitmix64): uniform floats in [-scale, scale) with a
 // sprinkling of exact zeros, negative zeros and tiny (subnormal-product) values, so inputs

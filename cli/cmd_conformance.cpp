@@ -3,9 +3,10 @@
 #include <fnmatch.h>
 
 #include <cstdio>
+#include <optional>
 
-#include "artifacts/atomic_file.h"
 #include "cli/cli_common.h"
+#include "cli/output_path.h"
 #include "conformance/conformance.h"
 
 namespace twinbit::cli {
@@ -36,6 +37,18 @@ int list_backends() {
 int run_conformance(const ConformanceOptions& o) {
   using namespace conformance;
   if (o.list) return list_backends();
+  std::optional<artifact::OutputFile> json, junit;  // opened before the suite runs
+  const std::vector<std::string> inputs = {o.plugin, o.expected};
+  if (!o.json.empty()) {
+    auto f = open_output("--json", o.json, inputs);
+    if (!f.ok()) return fail_output("conformance", f.status());
+    json.emplace(std::move(f).value());
+  }
+  if (!o.junit.empty()) {
+    auto f = open_output("--junit", o.junit, inputs, {json ? &*json : nullptr});
+    if (!f.ok()) return fail_output("conformance", f.status());
+    junit.emplace(std::move(f).value());
+  }
   BackendSpec spec{o.backend, o.plugin};
   if (spec.name.empty() && spec.plugin_path.empty()) spec.name = "cpu";
   auto backend = open_backend(spec);
@@ -77,14 +90,18 @@ int run_conformance(const ConformanceOptions& o) {
   rep.sweep = o.sweep + (o.filter.empty() ? "" : ", filter " + o.filter);
   rep.random_cases = o.cases;
 
-  std::fputs(format_text(rep).c_str(), stdout);
-  if (!o.json.empty()) {
-    const std::string j = format_json(rep);
-    if (Status s = artifact::write_file_atomic(o.json, j.data(), j.size()); !s.ok()) return fail("conformance", s);
+  // With a report on stdout, the text goes to stderr so stdout stays one parseable document.
+  const bool stdout_taken = (json && json->is_stdout()) || (junit && junit->is_stdout());
+  std::fputs(format_text(rep).c_str(), stdout_taken ? stderr : stdout);
+  auto finish = [](artifact::OutputFile& file, const std::string& text) {
+    Status s = file.write(text.data(), text.size());
+    return s.ok() ? file.commit() : s;
+  };
+  if (json) {
+    if (Status s = finish(*json, format_json(rep)); !s.ok()) return fail("conformance", s);
   }
-  if (!o.junit.empty()) {
-    const std::string x = format_junit(rep);
-    if (Status s = artifact::write_file_atomic(o.junit, x.data(), x.size()); !s.ok()) return fail("conformance", s);
+  if (junit) {
+    if (Status s = finish(*junit, format_junit(rep)); !s.ok()) return fail("conformance", s);
   }
   return rep.passed() ? 0 : 1;
 }
@@ -110,8 +127,8 @@ Command add_conformance(CLI::App& root) {
   app->add_option("--filter", opt->filter, "Only cases whose name matches this glob, e.g. 'gemm_q4_*'");
   app->add_option("--expected", opt->expected,
                   "Expected-failure list: lines 'BACKEND PATTERN REASON...' ('#' comments)");
-  app->add_option("--json", opt->json, "Also write the report as one JSON object to this file");
-  app->add_option("--junit", opt->junit, "Also write the report as JUnit XML to this file");
+  app->add_option("--json", opt->json, "Also write the report as one JSON object to this file ('-': stdout)");
+  app->add_option("--junit", opt->junit, "Also write the report as JUnit XML to this file ('-': stdout)");
   app->add_flag("--list", opt->list, "List the built-in backends and their capability tags");
   app->add_flag("-q,--quiet", opt->quiet, "No progress lines on stderr");
   return Command{app, [opt] { return run_conformance(*opt); }};

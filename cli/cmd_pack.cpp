@@ -1,6 +1,7 @@
 // `twinbit pack`: writes a strip-cache artifact. For now from the synthetic model generator.
 #include "artifacts/synthetic.h"
 #include "cli/cli_common.h"
+#include "cli/output_path.h"
 
 namespace twinbit::cli {
 namespace {
@@ -18,6 +19,8 @@ int run_pack(const PackOptions& o) {
     return fail("pack", Error(TB_INVALID_ARGUMENT, "nothing to pack: give --synthetic (importing "
                                                    "GGUF or safetensors files is not built yet)"));
   }
+  auto out = open_output("-o", o.out, {});
+  if (!out.ok()) return fail_output("pack", out.status());
   synthetic::Options so;
   so.seed = o.seed;
   so.include_lm_head = !o.small;
@@ -25,8 +28,13 @@ int run_pack(const PackOptions& o) {
   for (const std::string& p : o.precs) so.precisions.push_back(p == "q8" ? TB_PREC_Q8 : TB_PREC_Q4);
   so.progress = [](const std::string& line) { std::fprintf(stderr, "  %s\n", line.c_str()); };
   const double t0 = now_us();
-  if (Status s = synthetic::write_model(o.out, so); !s.ok()) return fail("pack", s);
-  auto art = artifact::Artifact::open(o.out, o.open);
+  if (Status s = synthetic::write_model(out.value(), so); !s.ok()) return fail("pack", s);
+  if (out->kind() == artifact::OutputFile::Kind::stream) {  // nothing to open again
+    std::fprintf(stderr, "wrote %s: %s, in %s\n", o.out.c_str(), format_bytes(out->bytes_written()).c_str(),
+                 format_time_us(now_us() - t0).c_str());
+    return 0;
+  }
+  auto art = artifact::Artifact::open(out->target(), o.open);
   if (!art.ok()) return fail("pack", art.status());
   std::printf("wrote %s: %zu entries, %s, in %s\n", o.out.c_str(), art.value()->entries().size(),
               format_bytes(art.value()->file_bytes()).c_str(), format_time_us(now_us() - t0).c_str());
@@ -39,7 +47,7 @@ Command add_pack(CLI::App& root) {
   CLI::App* app = root.add_subcommand("pack", "Write a strip-cache artifact (atomically: a "
                                               "failure never leaves a file that looks valid).");
   app->add_flag("--synthetic", opt->synthetic, "Pack the synthetic Qwen3-VL-2B projection set");
-  app->add_option("-o,--output", opt->out, "Artifact file to write")->required();
+  app->add_option("-o,--output", opt->out, "Artifact file to write ('-' for stdout; a FIFO or device is streamed to)")->required();
   app->add_option("--seed", opt->seed, "Seed of the synthetic weights")->capture_default_str();
   app->add_flag("--small", opt->small, "Leave out lm_head");
   add_read_option(app, opt->open);

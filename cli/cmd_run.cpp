@@ -1,8 +1,8 @@
 // `twinbit run`: one projection of an artifact on one backend; writes the output to a file.
 #include <xxhash.h>
 
-#include "artifacts/atomic_file.h"
 #include "cli/cli_common.h"
+#include "cli/output_path.h"
 #include "core/numerics.h"
 #include "core/op_checks.h"
 #include "core/reference.h"
@@ -18,6 +18,8 @@ struct RunOptions {
 };
 
 int run_run(const RunOptions& o) {
+  auto out = open_output("-o", o.out, {o.path});
+  if (!out.ok()) return fail_output("run", out.status());
   auto opened = artifact::Artifact::open(o.path, o.open);
   if (!opened.ok()) return fail("run", opened.status());
   const artifact::Artifact& art = *opened.value();
@@ -64,8 +66,9 @@ int run_run(const RunOptions& o) {
   const double t0 = now_us();
   if (Status s = backend->gemm(bound.value(), a); !s.ok()) return fail("run", s);
   const double us = now_us() - t0;
-  if (Status s = artifact::write_file_atomic(o.out, y.data(), y.size() * sizeof(float)); !s.ok()) return fail("run", s);
-  std::printf("%s (%s, K %lld x N %lld) on %s, M = %lld, mode %s: %s; wrote %s float32 [%lld][%lld] "
+  if (Status s = out->write(y.data(), y.size() * sizeof(float)); !s.ok()) return fail("run", s);
+  if (Status s = out->commit(); !s.ok()) return fail("run", s);
+  std::fprintf(out->is_stdout() ? stderr : stdout, "%s (%s, K %lld x N %lld) on %s, M = %lld, mode %s: %s; wrote %s float32 [%lld][%lld] "
               "little-endian; xxh64 %016llx\n", e->name.c_str(), prec_name(w.prec), (long long)w.k,
               (long long)w.n, backend->name().c_str(), (long long)o.m, o.mode.c_str(),
               format_time_us(us).c_str(), o.out.c_str(), (long long)o.m, (long long)w.n,
@@ -85,7 +88,7 @@ Command add_run(CLI::App& root) {
   app->add_option("--m", opt->m, "Rows M of the activation batch")->capture_default_str();
   app->add_option("--mode", opt->mode, "Activation mode")->check(CLI::IsMember({"f32", "i8"}))->capture_default_str();
   app->add_option("--seed", opt->seed, "Seed of the activations")->capture_default_str();
-  app->add_option("-o,--output", opt->out, "Output file")->required();
+  app->add_option("-o,--output", opt->out, "Output file ('-' for stdout; a FIFO or device is streamed to)")->required();
   add_read_option(app, opt->open);
   return Command{app, [opt] { return run_run(*opt); }};
 }

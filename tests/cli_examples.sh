@@ -19,6 +19,13 @@ expect_error() {
   if "$@" >"$dir/out" 2>"$dir/err"; then bad "$n (exited 0)"; return; fi
   if grep -qE "$pat" "$dir/err"; then pass "$n"; else bad "$n (stderr: $(head -c 300 "$dir/err"))"; fi
 }
+# expect_usage NAME PATTERN CMD...: exit 2 (a usage error) and PATTERN in stderr
+expect_usage() {
+  local n="$1" pat="$2" rc; shift 2
+  "$@" >"$dir/out" 2>"$dir/err"; rc=$?
+  if [ "$rc" != 2 ]; then bad "$n (exited $rc, expected 2; stderr: $(head -c 300 "$dir/err"))"; return; fi
+  if grep -qE -- "$pat" "$dir/err"; then pass "$n"; else bad "$n (stderr: $(head -c 300 "$dir/err"))"; fi
+}
 
 expect_ok "help" "$tb" --help
 for c in demo pack info run conformance check bench gate; do expect_ok "help $c" "$tb" "$c" --help; done
@@ -46,8 +53,53 @@ expect_error "unknown entry" "no entry 'nope'" "$tb" run "$dir/s.tbsc" --entry n
 expect_error "bad mode" "mode" "$tb" run "$dir/s.tbsc" --entry attn_q.q8 --mode f16 -o "$dir/z.f32"
 expect_error "bad M" "out of range" "$tb" run "$dir/s.tbsc" --entry attn_q.q8 --m 0 -o "$dir/z.f32"
 [ ! -e "$dir/z.f32" ] && pass "no output file left by failed runs" || bad "a failed run left z.f32"
-expect_error "pack into a missing folder" "cannot|No such" "$tb" pack --synthetic --small -o "$dir/missing/x.tbsc"
+expect_usage "pack into a missing folder" "no folder" "$tb" pack --synthetic --small -o "$dir/missing/x.tbsc"
 ls "$dir"/missing* >/dev/null 2>&1 && bad "pack left something behind" || pass "failed pack left nothing"
+
+# Output paths (artifacts/atomic_file.h): nothing at the path is destroyed, and a bad path is
+# refused (exit 2) before any work.
+grep -q "packing" "$dir/err" && bad "pack generated the model before refusing its path" || pass "pack refused the path before generating"
+expect_usage "run: output into a missing folder, before opening the artifact" "-o: .*no folder" \
+  "$tb" run "$dir/nope.tbsc" --entry attn_q.q8 -o "$dir/missing/y.f32"
+expect_usage "conformance: --json into a missing folder" "--json: .*no folder" \
+  "$tb" conformance --backend cpu --sweep quick --cases 20 -q --json "$dir/missing/c.json"
+[ -s "$dir/out" ] && bad "conformance ran the suite before refusing its --json path" || pass "conformance refused --json before the suite"
+expect_usage "conformance: --json and --junit the same file" "same file" \
+  "$tb" conformance --backend cpu --sweep none --cases 1 -q --json "$dir/c2.json" --junit "$dir/c2.json"
+cp "$dir/s.tbsc" "$dir/s-copy.tbsc"
+expect_usage "run F -o F: the input is refused" "is the input" "$tb" run "$dir/s.tbsc" --entry attn_q.q8 -o "$dir/s.tbsc"
+cmp -s "$dir/s.tbsc" "$dir/s-copy.tbsc" && pass "run F -o F left the artifact unchanged" || bad "run F -o F changed the artifact"
+rm -f "$dir/s-copy.tbsc"
+expect_usage "run -o a folder" "is a folder" "$tb" run "$dir/s.tbsc" --entry attn_q.q8 -o "$dir"
+ln -s y.f32 "$dir/y-link.f32"
+expect_ok "run -o a symlink" "$tb" run "$dir/s.tbsc" --entry attn_q.q8 --m 2 -o "$dir/y-link.f32"
+[ -L "$dir/y-link.f32" ] && [ "$(stat -c %s "$dir/y.f32")" = $((2 * 2048 * 4)) ] \
+  && pass "the symlink stays, its target is replaced" || bad "run -o a symlink"
+mkfifo "$dir/fifo"
+timeout 60 cat "$dir/fifo" >"$dir/from-fifo" &
+reader=$!
+expect_ok "run -o a FIFO with a reader" "$tb" run "$dir/s.tbsc" --entry attn_q.q8 --m 2 -o "$dir/fifo"
+wait "$reader"
+[ -p "$dir/fifo" ] && cmp -s "$dir/from-fifo" "$dir/y.f32" && pass "the FIFO streamed the output and stays a FIFO" || bad "run -o a FIFO"
+ln -s /dev/null "$dir/null-link"
+expect_ok "run -o a link to /dev/null" "$tb" run "$dir/s.tbsc" --entry attn_q.q8 -o "$dir/null-link"
+[ -L "$dir/null-link" ] && [ -c /dev/null ] && pass "/dev/null stays a character device" || bad "run -o /dev/null"
+if "$tb" run "$dir/s.tbsc" --entry attn_q.q8 --m 2 -o - >"$dir/stdout.f32" 2>"$dir/err" && cmp -s "$dir/stdout.f32" "$dir/y.f32" \
+   && grep -q "wrote -" "$dir/err" && [ ! -e ./- ]; then pass "run -o - streams to stdout (its summary on stderr)"; else bad "run -o -"; fi
+# /dev/stdout is a system symlink: only tried where a regression could not replace it (not root).
+if [ "$(id -u)" != 0 ]; then
+  "$tb" run "$dir/s.tbsc" --entry attn_q.q8 --m 2 -o /dev/stdout >"$dir/stdout2.f32" 2>/dev/null \
+    && cmp -s "$dir/stdout2.f32" "$dir/y.f32" && [ -L /dev/stdout ] && pass "run -o /dev/stdout" || bad "run -o /dev/stdout"
+fi
+"$tb" conformance --backend cpu --sweep none --cases 3 -q --json /dev/fd/1 >"$dir/conf-stdout.json" 2>/dev/null
+head -c 1 "$dir/conf-stdout.json" | grep -q '{' && grep -q '"differ": 0' "$dir/conf-stdout.json" \
+  && pass "conformance --json /dev/fd/1: stdout is the JSON alone" || bad "conformance --json /dev/fd/1"
+chmod 600 "$dir/y.f32"
+expect_ok "run -o a 0600 file" "$tb" run "$dir/s.tbsc" --entry attn_q.q8 -o "$dir/y.f32"
+[ "$(stat -c %a "$dir/y.f32")" = 600 ] && pass "the replaced file keeps mode 0600" || bad "mode not kept"
+chmod 444 "$dir/y.f32"
+expect_usage "run -o a read-only file" "read-only" "$tb" run "$dir/s.tbsc" --entry attn_q.q8 -o "$dir/y.f32"
+[ "$(ls -A "$dir" | grep -c twinbit-tmp)" = 0 ] && pass "no temporaries left" || bad "temporaries left in $dir"
 
 echo "$((failures == 0 ? 1 : 0)) passed, $failures failed" >/dev/null
 [ "$failures" -eq 0 ]

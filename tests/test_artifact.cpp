@@ -172,7 +172,7 @@ TEST_CASE("atomic_write_into_missing_folder_fails_cleanly_and_creates_nothing") 
   const testart::TempDir dir;
   const testart::Small s = testart::make_small();
   const Status st = s.writer.write(dir.path + "/missing/x.tbc", s.provenance);
-  CHECK(st.code() == TB_UNAVAILABLE);
+  CHECK(st.code() == TB_INVALID_ARGUMENT);  // a path that cannot be an output: the caller's mistake
   CHECK(st.message().find("missing/x.tbc") != std::string::npos);
   CHECK(testart::list_dir(dir.path).empty());
 }
@@ -205,9 +205,9 @@ TEST_CASE("atomic_write_failing_midway_leaves_existing_file_intact_and_no_temp_f
   // A write refused before any file is touched (bad provenance) changes nothing either.
   CHECK(big.write(path, {"bad\ttext", "p"}).code() == TB_INVALID_ARGUMENT);
   CHECK(testart::read_file(path) == before);
-  // Renaming over a folder fails after the temporary file is complete: it is removed.
+  // A folder at the path is refused before a temporary file is made.
   fs::create_directory(dir.path + "/folder");
-  CHECK(s.writer.write(dir.path + "/folder", s.provenance).code() == TB_UNAVAILABLE);
+  CHECK(s.writer.write(dir.path + "/folder", s.provenance).code() == TB_INVALID_ARGUMENT);
   CHECK(testart::list_dir(dir.path) == std::vector<std::string>{"folder", "model.tbc"});
 }
 
