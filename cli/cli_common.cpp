@@ -55,7 +55,7 @@ CLI::Validator rows_check() {
         auto m = parse_rows(text);
         return m.ok() ? std::string() : m.status().message();
       },
-      Format("INT in %lld..%lld", (long long)kMinRows, (long long)kMaxRows), "ROWS");
+      Format("%lld..%lld", (long long)kMinRows, (long long)kMaxRows), "ROWS");
 }
 
 Result<std::vector<int64_t>> parse_rows_list(const std::string& text) {
@@ -77,7 +77,7 @@ CLI::Validator rows_list_check() {
         auto ms = parse_rows_list(text);
         return ms.ok() ? std::string() : ms.status().message();
       },
-      Format("INT,... each in %lld..%lld", (long long)kMinRows, (long long)kMaxRows), "ROWS_LIST");
+      Format("each %lld..%lld", (long long)kMinRows, (long long)kMaxRows), "ROWS_LIST");
 }
 
 namespace {
