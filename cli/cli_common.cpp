@@ -1,20 +1,132 @@
 #include "cli/cli_common.h"
 
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 
 #include "artifacts/synthetic.h"
+#include "core/numerics.h"
+#include "core/rows.h"
 
 namespace twinbit::cli {
 
 int fail(const char* command, const Status& status) {
   std::fprintf(stderr, "twinbit %s: %s\n", command, status.to_string().c_str());
-  return 1;
+  return kExitFailed;
+}
+
+int usage_error(const char* command, const Status& status) {
+  std::fprintf(stderr, "twinbit %s: %s\n", command, status.to_string().c_str());
+  return kExitUsage;
+}
+
+int fail_backend(const char* command, const Status& status) {
+  if (status.code() != TB_UNAVAILABLE) return fail(command, status);
+  std::fprintf(stderr, "twinbit %s: SKIPPED: %s\n", command, status.to_string().c_str());
+  return kExitCannotRun;
+}
+
+namespace {
+// One M from text: a whole decimal integer (no sign games, no overflow), then check_rows.
+Result<int64_t> parse_rows(const std::string& text) {
+  char* end = nullptr;
+  errno = 0;
+  const long long v = std::strtoll(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || errno == ERANGE) {
+    return Error(TB_INVALID_ARGUMENT, "M = '%s' is not a row count (expected an integer %lld .. %lld)",
+                 text.c_str(), (long long)kMinRows, (long long)kMaxRows);
+  }
+  TB_RETURN_IF_ERROR(check_rows(v, "M"));
+  return static_cast<int64_t>(v);
+}
+}  // namespace
+
+CLI::Validator rows_check() {
+  return CLI::Validator(
+      [](std::string& text) {
+        auto m = parse_rows(text);
+        return m.ok() ? std::string() : m.status().message();
+      },
+      Format("%lld..%lld", (long long)kMinRows, (long long)kMaxRows), "ROWS");
+}
+
+Result<std::vector<int64_t>> parse_rows_list(const std::string& text) {
+  std::vector<int64_t> out;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    auto m = parse_rows(item);
+    if (!m.ok()) return m.status();
+    out.push_back(m.value());
+  }
+  if (out.empty()) return Error(TB_INVALID_ARGUMENT, "the list of M is empty (expected e.g. 1,32)");
+  return out;
+}
+
+CLI::Validator rows_list_check() {
+  return CLI::Validator(
+      [](std::string& text) {
+        auto ms = parse_rows_list(text);
+        return ms.ok() ? std::string() : ms.status().message();
+      },
+      Format("each %lld..%lld", (long long)kMinRows, (long long)kMaxRows), "ROWS_LIST");
+}
+
+namespace {
+// Pages of this process from /proc/self/statm: field 0 = the whole address space, field 5 =
+// data + stack (what RLIMIT_DATA counts). 0 when it cannot be read.
+uint64_t statm_bytes(int field) {
+  std::ifstream in("/proc/self/statm");
+  uint64_t v = 0;
+  for (int i = 0; i <= field && (in >> v); ++i) {
+  }
+  return in ? v * static_cast<uint64_t>(sysconf(_SC_PAGESIZE)) : 0;
+}
+}  // namespace
+
+Status check_host_memory(uint64_t bytes, const std::string& what) {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  if (pages > 0 && page > 0) {
+    const uint64_t physical = static_cast<uint64_t>(pages) * static_cast<uint64_t>(page);
+    if (bytes > physical) {
+      return Error(TB_RESOURCE_EXHAUSTED, "%s need %s (%llu bytes), more than this machine's %s of "
+                   "memory", what.c_str(), format_bytes(bytes).c_str(), (unsigned long long)bytes,
+                   format_bytes(physical).c_str());
+    }
+  }
+  // A limit counts what the process already holds (libraries, the mapped artifact, threads).
+  const struct { int resource; int statm_field; const char* name; } limits[] = {
+      {RLIMIT_AS, 0, "address-space limit (ulimit -v)"}, {RLIMIT_DATA, 5, "data limit (ulimit -d)"}};
+  for (const auto& l : limits) {
+    struct rlimit r {};
+    if (getrlimit(l.resource, &r) != 0 || r.rlim_cur == RLIM_INFINITY) continue;
+    const uint64_t limit = r.rlim_cur, held = statm_bytes(l.statm_field);
+    const uint64_t left = limit > held ? limit - held : 0;
+    if (bytes > left) {
+      return Error(TB_RESOURCE_EXHAUSTED, "%s need %s (%llu bytes), but the %s of %s leaves %s",
+                   what.c_str(), format_bytes(bytes).c_str(), (unsigned long long)bytes, l.name,
+                   format_bytes(limit).c_str(), format_bytes(left).c_str());
+    }
+  }
+  return Status();
+}
+
+uint64_t gemm_host_bytes(int64_t m, int64_t k, int64_t n) {
+  const uint64_t um = static_cast<uint64_t>(std::max<int64_t>(m, 0));
+  const uint64_t uk = static_cast<uint64_t>(std::max<int64_t>(k, 0));
+  const uint64_t kp = static_cast<uint64_t>(pad32(std::max<int64_t>(k, 0)));
+  const uint64_t un = static_cast<uint64_t>(std::max<int64_t>(n, 0));
+  uint64_t bytes = um * uk * 4 + um * kp + um * (kp / 32) * 4 + um * un * 4;
+  if (kp != uk) bytes += um * kp * 4;
+  return bytes;
 }
 
 namespace {

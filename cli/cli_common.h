@@ -31,8 +31,39 @@ Command add_check(CLI::App& root);
 Command add_bench(CLI::App& root);
 Command add_gate(CLI::App& root);
 
-// Prints "twinbit <command>: <CODE>: <message>" on stderr; returns the exit status (1).
+// The exit status of every command (stated in `twinbit --help` and the README's Commands):
+//   0   ok
+//   1   failed, or the outputs compared differ (bits, checksums, a conformance case)
+//   2   usage error: the command line cannot be understood (an unknown command or option, a
+//       malformed or out-of-range value); CLI11's own parse-error codes are mapped to it
+//   77  cannot run here: the built-in backend asked for has no device on this machine
+enum ExitCode : int { kExitOk = 0, kExitFailed = 1, kExitUsage = 2, kExitCannotRun = 77 };
+
+// Prints "twinbit <command>: <CODE>: <message>" on stderr; returns kExitFailed.
 int fail(const char* command, const Status& status);
+// The same line; returns kExitUsage (the command line is wrong, not the data or the machine).
+int usage_error(const char* command, const Status& status);
+// After creating a built-in backend failed: UNAVAILABLE (no device here) prints
+// "twinbit <command>: SKIPPED: ..." and returns kExitCannotRun; anything else is fail(). A plugin
+// that does not load is a failure (1), never "cannot run here": its path was given on purpose.
+int fail_backend(const char* command, const Status& status);
+
+// The CLI11 check of an --m option taking one M: an integer in kMinRows .. kMaxRows
+// (core/rows.h); the message names the value and the range. A failed check is a usage error.
+CLI::Validator rows_check();
+// A comma-separated list of M, each checked as above ("1,32").
+Result<std::vector<int64_t>> parse_rows_list(const std::string& text);
+CLI::Validator rows_list_check();
+
+// Host memory, checked before the big buffers are allocated: RESOURCE_EXHAUSTED naming `what`
+// and the size asked when `bytes` exceed this machine's physical memory or what the process's
+// limits (ulimit -v, ulimit -d) leave. Passing is no promise that the allocation succeeds;
+// commands also catch std::bad_alloc (main.cpp), so nothing aborts either way.
+Status check_host_memory(uint64_t bytes, const std::string& what);
+// Host bytes one gemm of the CLI needs for M rows of K -> N: x, its int8 codes xq and scales xd,
+// y, and the copy of x padded to Kp a backend may make when K % 32 != 0 (for M, K, N within
+// kMaxRows and kMaxDim the sum stays far below 2^64).
+uint64_t gemm_host_bytes(int64_t m, int64_t k, int64_t n);
 
 // $TWINBIT_CACHE, else $XDG_CACHE_HOME/twinbit, else $HOME/.cache/twinbit (created if missing).
 Result<std::string> cache_dir();

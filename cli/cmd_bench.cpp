@@ -4,6 +4,7 @@
 
 #include "cli/cli_common.h"
 #include "conformance/ab.h"
+#include "core/registry.h"
 
 namespace twinbit::cli {
 namespace {
@@ -19,14 +20,23 @@ struct BenchOptions {
 int run_bench(const BenchOptions& o) {
   using namespace conformance;
   BenchSpec defaults;
-  if (Status s = parse_shape(o.shape, defaults.k, defaults.n); !s.ok()) return fail("bench", s);
+  if (Status s = parse_shape(o.shape, defaults.k, defaults.n); !s.ok()) return usage_error("bench", s);
   defaults.m = o.m;
   defaults.prec = o.prec == "q4" ? TB_PREC_Q4 : TB_PREC_Q8;
   defaults.mode = o.mode == "i8" ? TB_ACT_I8 : TB_ACT_F32;
   auto a = parse_bench_spec(o.a, defaults);
-  if (!a.ok()) return fail("bench", a.status());
+  if (!a.ok()) return usage_error("bench", a.status());
   auto b = parse_bench_spec(o.b, defaults);
-  if (!b.ok()) return fail("bench", b.status());
+  if (!b.ok()) return usage_error("bench", b.status());
+  for (const BenchSpec* side : {&a.value(), &b.value()}) {
+    if (side->backend.empty()) continue;  // a plugin: loaded by run_ab, a failure is exit 1
+    if (auto probe = create_backend(side->backend); !probe.ok()) return fail_backend("bench", probe.status());
+  }
+  if (Status s = check_host_memory(a->host_bytes() + b->host_bytes(),
+                                   "the weights, inputs and outputs of A and B");
+      !s.ok()) {
+    return fail("bench", s);
+  }
   AbOptions ao;
   ao.rounds = o.rounds;
   ao.warmup = o.warmup;
@@ -54,8 +64,13 @@ int run_bench(const BenchOptions& o) {
         : Format("%lld/%lld differ, first (m %lld, n %lld), max %llu ulp", (long long)x.bits.differing,
                  (long long)x.bits.total, (long long)x.bits.first_m, (long long)x.bits.first_n,
                  static_cast<unsigned long long>(x.bits.max_ulp)).c_str());
+    if (x.bits.differing > 0) {
+      std::fprintf(stderr, "twinbit bench: A and B ran the same gemm on the same bytes and their "
+                   "outputs differ: exit 1\n");
+      return kExitFailed;
+    }
   }
-  return 0;
+  return kExitOk;
 }
 
 }  // namespace
@@ -73,11 +88,13 @@ Command add_bench(CLI::App& root) {
       "  prec=q8|q4   weight precision (default --prec)\n"
       "  mode=f32|i8  activation mode (default --mode)\n"
       "  op=gemm|read_floor   the projection, or the backend's pure read of the same bytes\n"
-      "Examples: --a cpu --b cuda;  --a cpu:mode=f32 --b cpu:mode=i8;  --a cuda:m=1 --b cuda:m=32");
+      "Examples: --a cpu --b cuda;  --a cpu:mode=f32 --b cpu:mode=i8;  --a cuda:m=1 --b cuda:m=32\n"
+      "When A and B run the same gemm (shape, m, prec, mode) their outputs are compared bit for\n"
+      "bit; any difference is exit 1.");
   app->add_option("--a", opt->a, "Side A (SPEC)")->required();
   app->add_option("--b", opt->b, "Side B (SPEC)")->required();
   app->add_option("--shape", opt->shape, "Default shape KxN")->capture_default_str();
-  app->add_option("--m", opt->m, "Default rows M")->capture_default_str();
+  app->add_option("--m", opt->m, "Default rows M")->check(rows_check())->capture_default_str();
   app->add_option("--prec", opt->prec, "Default precision")->check(CLI::IsMember({"q8", "q4"}))->capture_default_str();
   app->add_option("--mode", opt->mode, "Default activation mode")->check(CLI::IsMember({"f32", "i8"}))->capture_default_str();
   app->add_option("--rounds", opt->rounds, "A B rounds")->check(CLI::Range(1, 100000))->capture_default_str();

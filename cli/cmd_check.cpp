@@ -22,22 +22,6 @@ struct CheckOptions {
   artifact::OpenOptions open;
 };
 
-Result<std::vector<int64_t>> parse_ms(const std::string& s) {
-  std::vector<int64_t> out;
-  std::stringstream in(s);
-  std::string item;
-  while (std::getline(in, item, ',')) {
-    char* end = nullptr;
-    const long long v = std::strtoll(item.c_str(), &end, 10);
-    if (item.empty() || *end != '\0' || v < 1 || v > 65536) {
-      return Error(TB_INVALID_ARGUMENT, "--m: '%s' is not a row count (expected 1 .. 65536)", item.c_str());
-    }
-    out.push_back(v);
-  }
-  if (out.empty()) return Error(TB_INVALID_ARGUMENT, "--m is empty (expected e.g. 1,32)");
-  return out;
-}
-
 // Runs one gemm on `b`; y [m][n].
 Status run_gemm(const Backend& b, const BoundWeights& w, tb_act_mode mode, int64_t m,
                 const std::vector<float>& x, const std::vector<int8_t>& xq,
@@ -66,8 +50,8 @@ std::string mismatch_line(const conformance::Mismatch& mm) {
 }
 
 int run_check(const CheckOptions& o) {
-  auto ms = parse_ms(o.ms);
-  if (!ms.ok()) return fail("check", ms.status());
+  auto ms = parse_rows_list(o.ms);  // checked by rows_list_check() already
+  if (!ms.ok()) return usage_error("check", ms.status());
   std::vector<tb_act_mode> modes;
   {
     std::stringstream in(o.modes);
@@ -78,7 +62,7 @@ int run_check(const CheckOptions& o) {
       } else if (item == "i8") {
         modes.push_back(TB_ACT_I8);
       } else {
-        return fail("check", Error(TB_INVALID_ARGUMENT, "--mode: '%s' is not a mode (expected f32 or i8)", item.c_str()));
+        return usage_error("check", Error(TB_INVALID_ARGUMENT, "--mode: '%s' is not a mode (expected f32 or i8)", item.c_str()));
       }
     }
   }
@@ -86,9 +70,9 @@ int run_check(const CheckOptions& o) {
   if (!opened.ok()) return fail("check", opened.status());
   const artifact::Artifact& art = *opened.value();
   auto ba = create_backend(o.a);
-  if (!ba.ok()) return fail("check", ba.status());
+  if (!ba.ok()) return fail_backend("check", ba.status());
   auto bb = create_backend(o.b);
-  if (!bb.ok()) return fail("check", bb.status());
+  if (!bb.ok()) return fail_backend("check", bb.status());
   std::printf("twinbit check %s: %s vs %s, seed %llu\n", o.path.c_str(), o.a.c_str(), o.b.c_str(),
               static_cast<unsigned long long>(o.seed));
 
@@ -127,6 +111,12 @@ int run_check(const CheckOptions& o) {
     const tb_strips& s = view.value().strips;
     const std::string base = e.name.substr(0, e.name.rfind('.'));
     for (int64_t m : ms.value()) {
+      const uint64_t need = gemm_host_bytes(m, s.k, s.n) + static_cast<uint64_t>(m * s.n) * 4;  // + y of B
+      if (Status st = check_host_memory(need, Format("the inputs and outputs of M = %lld rows of %s",
+                                                     (long long)m, e.name.c_str()));
+          !st.ok()) {
+        return fail("check", st);
+      }
       std::vector<float> x = make_activations(o.seed, base, m, s.k);
       std::vector<int8_t> xq(static_cast<size_t>(m * s.kp));
       std::vector<float> xd(static_cast<size_t>(m * s.kp / 32)), ya, yb;
@@ -166,7 +156,7 @@ Command add_check(CLI::App& root) {
   app->add_option("artifact", opt->path, "Artifact file (twinbit pack / the demo's cache)")->required();
   app->add_option("--backend", opt->a, "First backend")->required();
   app->add_option("--against", opt->b, "Second backend")->required();
-  app->add_option("--m", opt->ms, "Batch sizes, comma separated")->capture_default_str();
+  app->add_option("--m", opt->ms, "Batch sizes, comma separated")->check(rows_list_check())->capture_default_str();
   app->add_option("--mode", opt->modes, "Activation modes, comma separated (f32, i8)")->capture_default_str();
   app->add_option("--entry", opt->entry, "Only entries matching this glob")->capture_default_str();
   app->add_option("--seed", opt->seed, "Seed of the activations (as `twinbit run`)")->capture_default_str();

@@ -31,7 +31,7 @@ int list_backends() {
                   l.why_not.c_str());
     }
   }
-  return 0;
+  return kExitOk;
 }
 
 int run_conformance(const ConformanceOptions& o) {
@@ -54,8 +54,7 @@ int run_conformance(const ConformanceOptions& o) {
   auto backend = open_backend(spec);
   if (!backend.ok()) {
     if (backend.status().code() == TB_UNAVAILABLE && spec.plugin_path.empty()) {
-      std::fprintf(stderr, "SKIPPED: %s\n", backend.status().to_string().c_str());
-      return 77;  // cannot run here (no device): skipped, never passed
+      return fail_backend("conformance", backend.status());  // 77: skipped, never passed
     }
     return fail("conformance", backend.status());
   }
@@ -103,7 +102,7 @@ int run_conformance(const ConformanceOptions& o) {
   if (junit) {
     if (Status s = finish(*junit, format_junit(rep)); !s.ok()) return fail("conformance", s);
   }
-  return rep.passed() ? 0 : 1;
+  return rep.passed() ? kExitOk : kExitFailed;
 }
 
 }  // namespace

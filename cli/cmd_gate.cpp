@@ -6,6 +6,7 @@
 
 #include "cli/cli_common.h"
 #include "conformance/ab.h"
+#include "core/registry.h"
 
 namespace twinbit::cli {
 namespace {
@@ -27,12 +28,20 @@ int run_gate(const GateOptions& o) {
   } else {
     base.backend = o.backend;
   }
-  if (Status s = parse_shape(o.shape, base.k, base.n); !s.ok()) return fail("gate", s);
+  if (Status s = parse_shape(o.shape, base.k, base.n); !s.ok()) return usage_error("gate", s);
   base.m = o.m;
   base.prec = o.prec == "q4" ? TB_PREC_Q4 : TB_PREC_Q8;
   base.mode = o.mode == "i8" ? TB_ACT_I8 : TB_ACT_F32;
   BenchSpec floor = base;
   floor.read_floor = true;
+  if (!base.backend.empty()) {
+    if (auto probe = create_backend(base.backend); !probe.ok()) return fail_backend("gate", probe.status());
+  }
+  if (Status s = check_host_memory(base.host_bytes() + floor.host_bytes(),
+                                   "the weights, inputs and outputs of the gemm and its floor");
+      !s.ok()) {
+    return fail("gate", s);
+  }
   AbOptions ao;
   ao.rounds = o.rounds;
   ao.seed = o.seed;
@@ -43,7 +52,7 @@ int run_gate(const GateOptions& o) {
       std::fprintf(stderr, "twinbit gate: backend '%s' has no read_floor entry, so there is no "
                    "floor to measure against on it; no gate is reported (%s)\n", o.backend.c_str(),
                    r.status().message().c_str());
-      return 1;
+      return kExitFailed;
     }
     return fail("gate", r.status());
   }
@@ -63,7 +72,7 @@ int run_gate(const GateOptions& o) {
     std::printf("gate: not passed (%.3f < %.2f): within 20%% of the read floor - little left to win\n",
                 x.ratio_median, kGate);
   }
-  return 0;
+  return kExitOk;
 }
 
 }  // namespace
@@ -78,7 +87,7 @@ Command add_gate(CLI::App& root) {
       "without read_floor gets no invented floor: the command says so and exits 1.");
   app->add_option("--backend", opt->backend, "Backend name or plugin path")->required();
   app->add_option("--shape", opt->shape, "Projection KxN, e.g. 2048x6144")->required();
-  app->add_option("--m", opt->m, "Rows M")->capture_default_str();
+  app->add_option("--m", opt->m, "Rows M")->check(rows_check())->capture_default_str();
   app->add_option("--prec", opt->prec, "Weight precision")->check(CLI::IsMember({"q8", "q4"}))->capture_default_str();
   app->add_option("--mode", opt->mode, "Activation mode")->check(CLI::IsMember({"f32", "i8"}))->capture_default_str();
   app->add_option("--rounds", opt->rounds, "Interleaved rounds")->check(CLI::Range(1, 100000))->capture_default_str();

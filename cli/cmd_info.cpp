@@ -73,11 +73,13 @@ int run_info(const InfoOptions& o) {
   }
   if (o.json) {
     if (o.verify) j["all_verified"] = bad == 0;
-    std::printf("%s\n", j.dump(2).c_str());
+    // The artifact's text fields are bytes as far as this reader knows: bytes that are not
+    // UTF-8 become U+FFFD rather than an exception.
+    std::printf("%s\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   } else if (o.verify) {
     std::printf("%s\n", bad == 0 ? "every checksum matches" : Format("%d entries FAILED verification", bad).c_str());
   }
-  return bad == 0 ? 0 : 1;
+  return bad == 0 ? kExitOk : kExitFailed;
 }
 }  // namespace
 

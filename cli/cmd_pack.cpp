@@ -16,7 +16,7 @@ struct PackOptions {
 
 int run_pack(const PackOptions& o) {
   if (!o.synthetic) {
-    return fail("pack", Error(TB_INVALID_ARGUMENT, "nothing to pack: give --synthetic (importing "
+    return usage_error("pack", Error(TB_INVALID_ARGUMENT, "nothing to pack: give --synthetic (importing "
                                                    "GGUF or safetensors files is not built yet)"));
   }
   auto out = open_output("-o", o.out, {});
@@ -38,7 +38,7 @@ int run_pack(const PackOptions& o) {
   if (!art.ok()) return fail("pack", art.status());
   std::printf("wrote %s: %zu entries, %s, in %s\n", o.out.c_str(), art.value()->entries().size(),
               format_bytes(art.value()->file_bytes()).c_str(), format_time_us(now_us() - t0).c_str());
-  return 0;
+  return kExitOk;
 }
 }  // namespace
 

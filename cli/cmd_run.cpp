@@ -35,11 +35,14 @@ int run_run(const RunOptions& o) {
   if (e->kind != TB_WEIGHTS_STRIPS) {
     return fail("run", Error(TB_INVALID_ARGUMENT, "entry '%s' is a float matrix; run takes strip entries", o.entry.c_str()));
   }
-  if (o.m < 1 || o.m > 65536) {
-    return fail("run", Error(TB_INVALID_ARGUMENT, "--m %lld is out of range (expected 1 .. 65536)", (long long)o.m));
+  if (Status s = check_host_memory(gemm_host_bytes(o.m, e->k, e->n),
+                                   Format("the inputs and output of M = %lld rows of %s (K %lld -> N %lld)",
+                                          (long long)o.m, e->name.c_str(), (long long)e->k, (long long)e->n));
+      !s.ok()) {
+    return fail("run", s);
   }
   auto backend = create_backend(o.backend);
-  if (!backend.ok()) return fail("run", backend.status());
+  if (!backend.ok()) return fail_backend("run", backend.status());
   auto view = art.view_verified(*e);
   if (!view.ok()) return fail("run", view.status());
   auto bound = backend->bind(view.value());
@@ -73,7 +76,7 @@ int run_run(const RunOptions& o) {
               (long long)w.n, backend->name().c_str(), (long long)o.m, o.mode.c_str(),
               format_time_us(us).c_str(), o.out.c_str(), (long long)o.m, (long long)w.n,
               static_cast<unsigned long long>(XXH64(y.data(), y.size() * sizeof(float), 0)));
-  return 0;
+  return kExitOk;
 }
 }  // namespace
 
@@ -85,7 +88,7 @@ Command add_run(CLI::App& root) {
   app->add_option("file", opt->path, "Artifact file")->required();
   app->add_option("--entry", opt->entry, "Strip entry to run, e.g. attn_q.q8")->required();
   app->add_option("--backend", opt->backend, "Backend name")->capture_default_str();
-  app->add_option("--m", opt->m, "Rows M of the activation batch")->capture_default_str();
+  app->add_option("--m", opt->m, "Rows M of the activation batch")->check(rows_check())->capture_default_str();
   app->add_option("--mode", opt->mode, "Activation mode")->check(CLI::IsMember({"f32", "i8"}))->capture_default_str();
   app->add_option("--seed", opt->seed, "Seed of the activations")->capture_default_str();
   app->add_option("-o,--output", opt->out, "Output file ('-' for stdout; a FIFO or device is streamed to)")->required();

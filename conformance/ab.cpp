@@ -1,6 +1,7 @@
 #include "conformance/ab.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <map>
 #include <memory>
@@ -10,6 +11,7 @@
 #include "core/numerics.h"
 #include "core/op_checks.h"
 #include "core/reference.h"
+#include "core/rows.h"
 
 namespace twinbit::conformance {
 
@@ -18,6 +20,13 @@ std::string BenchSpec::text() const {
                 plugin_path.empty() ? backend.c_str() : plugin_path.c_str(), (long long)k,
                 (long long)n, (long long)m, prec_name(prec), act_mode_name(mode),
                 read_floor ? "read_floor" : "gemm");
+}
+
+uint64_t BenchSpec::host_bytes() const {
+  const uint64_t um = static_cast<uint64_t>(m), kp = static_cast<uint64_t>(pad32(k));
+  return strip_codes_bytes(prec, n, k) + strip_scales_bytes(n, k) +
+         um * static_cast<uint64_t>(k) * 4 + um * kp + um * (kp / 32) * 4 +
+         um * static_cast<uint64_t>(n) * 4;
 }
 
 Status parse_shape(const std::string& t, int64_t& k, int64_t& n) {
@@ -55,10 +64,13 @@ Result<BenchSpec> parse_bench_spec(const std::string& spec, const BenchSpec& def
       TB_RETURN_IF_ERROR(parse_shape(value, s.k, s.n));
     } else if (key == "m") {
       char* end = nullptr;
+      errno = 0;
       const long long m = std::strtoll(value.c_str(), &end, 10);
-      if (value.empty() || *end || m < 1 || m > 65536) {
-        return Error(TB_INVALID_ARGUMENT, "spec '%s': m=%s is not a row count (expected 1 .. 65536)", spec.c_str(), value.c_str());
+      if (value.empty() || *end || errno == ERANGE) {
+        return Error(TB_INVALID_ARGUMENT, "spec '%s': m=%s is not a row count (expected %lld .. %lld)",
+                     spec.c_str(), value.c_str(), (long long)kMinRows, (long long)kMaxRows);
       }
+      TB_RETURN_IF_ERROR(check_rows(m, Format("spec '%s': m", spec.c_str()).c_str()));
       s.m = m;
     } else if (key == "prec" && (value == "q8" || value == "q4")) {
       s.prec = value == "q8" ? TB_PREC_Q8 : TB_PREC_Q4;

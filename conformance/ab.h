@@ -9,7 +9,7 @@
 // A SPEC names what one side runs:  BACKEND[:KEY=VALUE[,KEY=VALUE...]]
 //   BACKEND      a built-in name ("cpu", "cuda") or a plugin path (anything containing '/')
 //   shape=KxN    the projection: K inputs x N outputs        (default: the command's --shape)
-//   m=M          rows of the activation batch                (default: the command's --m)
+//   m=M          rows of the activation batch, 1 .. kMaxRows (core/rows.h) (default: --m)
 //   prec=q8|q4   weight precision                            (default: --prec)
 //   mode=f32|i8  activation mode                             (default: --mode)
 //   op=gemm|read_floor   the gemm, or the backend's pure read of the same weight bytes
@@ -35,6 +35,9 @@ struct BenchSpec {
   int64_t m = 1, k = 2048, n = 2048;
   bool read_floor = false;  // op=read_floor
   std::string text() const;  // "cpu:shape=2048x2048,m=1,prec=q8,mode=f32,op=gemm"
+  // Host bytes run_ab holds for this side (its weights, x, xq, xd, y), so a caller can refuse an
+  // M or shape that cannot fit before anything is allocated.
+  uint64_t host_bytes() const;
 };
 
 // Parses a SPEC over `defaults`; errors say which part was not understood and what was expected.

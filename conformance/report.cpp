@@ -1,4 +1,6 @@
 // The three report formats (docs/CONFORMANCE.md): text (to hand in), JSON (one object), JUnit.
+#include <cstdint>
+
 #include <nlohmann/json.hpp>
 
 #include "conformance/conformance.h"
@@ -171,21 +173,67 @@ std::string format_json(const Report& r) {
     cases.push_back(std::move(e));
   }
   j["cases"] = std::move(cases);
-  return j.dump(1) + "\n";
+  // Names, devices and messages come from the backend (a plugin's bytes): text that is not UTF-8
+  // becomes U+FFFD instead of an exception.
+  return j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 namespace {
+// Length of the well-formed UTF-8 sequence at in[i] (1..4), or 0 when the bytes there are not one
+// (a stray continuation byte, a truncated or overlong sequence, a surrogate, past U+10FFFF).
+size_t utf8_sequence(const std::string& in, size_t i, uint32_t& cp) {
+  const auto b = [&](size_t j) { return static_cast<uint8_t>(in[j]); };
+  const uint8_t c = b(i);
+  size_t len = 0;
+  if (c < 0x80) {
+    cp = c;
+    return 1;
+  } else if (c >= 0xc2 && c <= 0xdf) {
+    len = 2, cp = c & 0x1f;
+  } else if (c >= 0xe0 && c <= 0xef) {
+    len = 3, cp = c & 0x0f;
+  } else if (c >= 0xf0 && c <= 0xf4) {
+    len = 4, cp = c & 0x07;
+  } else {
+    return 0;
+  }
+  if (i + len > in.size()) return 0;
+  for (size_t j = 1; j < len; ++j) {
+    if ((b(i + j) & 0xc0) != 0x80) return 0;
+    cp = (cp << 6) | (b(i + j) & 0x3f);
+  }
+  const uint32_t min[] = {0, 0, 0x80, 0x800, 0x10000};
+  if (cp < min[len] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return 0;
+  return len;
+}
+
+// Text for an XML attribute value: the five markup characters escaped; tab, newline and carriage
+// return as character references (an attribute would otherwise fold them into spaces); bytes
+// that are not UTF-8 and characters XML 1.0 forbids (other control characters, U+FFFE, U+FFFF)
+// become U+FFFD, so a backend's bytes can never make the report unreadable.
 std::string xml_escape(const std::string& in) {
   std::string out;
-  for (char c : in) {
-    switch (c) {
+  for (size_t i = 0; i < in.size();) {
+    uint32_t cp = 0;
+    const size_t len = utf8_sequence(in, i, cp);
+    if (len == 0 || (cp < 0x20 && cp != '\t' && cp != '\n' && cp != '\r') || cp == 0xfffe ||
+        cp == 0xffff) {
+      out += "\xef\xbf\xbd";  // U+FFFD
+      i += len == 0 ? 1 : len;
+      continue;
+    }
+    switch (cp) {
       case '&': out += "&amp;"; break;
       case '<': out += "&lt;"; break;
       case '>': out += "&gt;"; break;
       case '"': out += "&quot;"; break;
       case '\'': out += "&apos;"; break;
-      default: out += c;
+      case '\t': out += "&#9;"; break;
+      case '\n': out += "&#10;"; break;
+      case '\r': out += "&#13;"; break;
+      default: out.append(in, i, len);
     }
+    i += len;
   }
   return out;
 }
@@ -211,7 +259,7 @@ std::string format_junit(const Report& r) {
   s += Format("  <testsuite name=\"%s\" tests=\"%lld\" failures=\"%lld\" errors=\"%lld\" "
               "skipped=\"%lld\" time=\"%.3f\" timestamp=\"%s\">\n", xml_escape(suite).c_str(),
               (long long)t.cases, (long long)failures, (long long)errors, (long long)skipped,
-              r.seconds, r.date.c_str());
+              r.seconds, xml_escape(r.date).c_str());
   s += "    <properties>\n";
   auto prop = [&](const char* name, const std::string& value) {
     s += Format("      <property name=\"%s\" value=\"%s\"/>\n", name, xml_escape(value).c_str());

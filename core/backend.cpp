@@ -1,6 +1,7 @@
 #include "core/backend.hpp"
 
 #include "core/op_checks.h"
+#include "core/rows.h"
 
 namespace twinbit {
 
@@ -166,6 +167,7 @@ Status Backend::read_floor(const BoundWeights& w, int64_t m) const {
   if (!raw_.iface->read_floor) {
     return Error(TB_UNIMPLEMENTED, "backend '%s' has no read_floor entry", name_.c_str());
   }
+  TB_RETURN_IF_ERROR(check_rows(m));
   tb_error err{};
   return Status::from_c(raw_.iface->read_floor(raw_.ctx, w.handle(), m, &err), err);
 }

@@ -70,7 +70,8 @@ class Backend {
   Status gemv_f32_pair(const BoundWeights& a, const BoundWeights& b, const float* x, float* ya,
                        float* yb) const;
   Status gdn_delta(const tb_gdn_args& args) const;
-  // Default when the backend has no read_floor entry: UNIMPLEMENTED.
+  // Default when the backend has no read_floor entry: UNIMPLEMENTED. An M outside
+  // kMinRows .. kMaxRows (core/rows.h) is INVALID_ARGUMENT, as for gemm.
   Status read_floor(const BoundWeights& w, int64_t m) const;
 
   const tb_backend& raw() const { return raw_; }

@@ -1,6 +1,7 @@
 #include "core/op_checks.h"
 
 #include "core/numerics.h"
+#include "core/rows.h"
 
 namespace twinbit {
 
@@ -78,7 +79,7 @@ Status check_matrix(const tb_matrix_f32& w) {
 }
 
 Status check_gemm_args(const tb_strips& w, const tb_gemm_args& a) {
-  TB_RETURN_IF_ERROR(check_dim("M", a.m));
+  TB_RETURN_IF_ERROR(check_rows(a.m));
   if (!a.y) return Error(TB_INVALID_ARGUMENT, "gemm output y is null");
   if (a.ldy < w.n) {
     return Error(TB_INVALID_ARGUMENT, "ldy = %lld is smaller than N = %lld", (long long)a.ldy,

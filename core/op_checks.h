@@ -23,7 +23,7 @@ const char* op_name(tb_op op);              // "gemm", "gemv_f32", ...
 // payload sizes as computed, pointers non-null.
 Status check_strips(const tb_strips& w);
 Status check_matrix(const tb_matrix_f32& w);
-// A gemm call on w: 1 <= m <= kMaxDim, pointers for the mode non-null, leading dims large enough.
+// A gemm call on w: M in range (check_rows, core/rows.h), pointers for the mode non-null, leading dims large enough.
 Status check_gemm_args(const tb_strips& w, const tb_gemm_args& a);
 Status check_gdn_args(const tb_gdn_args& a);
 

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The README's command examples, run for real against a fresh small artifact, plus the CLI's
 # answers to bad input (one clear line on stderr, non-zero exit, no file left behind).
-# Usage: tests/cli_examples.sh path/to/twinbit [path/to/example-plugin.so]
+# Usage: tests/cli_examples.sh path/to/twinbit [example-plugin.so [broken-flip-bit-plugin.so]]
 set -uo pipefail
 tb="$1"
 plugin="${2:-}"
+broken_flip="${3:-}"
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 export TWINBIT_CACHE="$dir/cache"
@@ -26,8 +27,17 @@ expect_usage() {
   if [ "$rc" != 2 ]; then bad "$n (exited $rc, expected 2; stderr: $(head -c 300 "$dir/err"))"; return; fi
   if grep -qE -- "$pat" "$dir/err"; then pass "$n"; else bad "$n (stderr: $(head -c 300 "$dir/err"))"; fi
 }
+# expect_exit NAME CODE PATTERN CMD...: exactly exit CODE and PATTERN in stderr
+expect_exit() {
+  local n="$1" code="$2" pat="$3"; shift 3
+  "$@" >"$dir/out" 2>"$dir/err"
+  local got=$?
+  if [ "$got" -ne "$code" ]; then bad "$n (exit $got, expected $code; stderr: $(head -c 300 "$dir/err"))"; return; fi
+  if grep -qE -e "$pat" "$dir/err"; then pass "$n"; else bad "$n (stderr: $(head -c 300 "$dir/err"))"; fi
+}
 
 expect_ok "help" "$tb" --help
+grep -q "Exit status, for every command: 0 ok; 1 failed" "$dir/out" && pass "help states the exit codes" || bad "help: no exit-code policy"
 for c in demo pack info run conformance check bench gate; do expect_ok "help $c" "$tb" "$c" --help; done
 expect_ok "pack --synthetic --small" "$tb" pack --synthetic --small -o "$dir/s.tbsc"
 expect_ok "info --verify" "$tb" info --verify "$dir/s.tbsc"
@@ -44,14 +54,36 @@ fi
 expect_ok "check attn entries cpu against cpu" "$tb" check "$dir/s.tbsc" --backend cpu --against cpu --m 1 --mode f32
 expect_error "conformance: unknown backend" "unknown backend" "$tb" conformance --backend tpu
 expect_error "conformance: missing plugin" "cannot load plugin" "$tb" conformance --plugin "$dir/nope.so"
-expect_error "unknown command" "" "$tb" frobnicate
+expect_exit "unknown command" 2 "unknown command 'frobnicate'" "$tb" frobnicate
+expect_exit "mistyped command names the nearest" 2 "unknown command 'bnech'; did you mean 'bench'\?" "$tb" bnech --a cpu --b cpu
+expect_exit "mistyped option names the nearest" 2 "unknown option '--rouds'; did you mean '--rounds'\?" "$tb" bench --a cpu --b cpu --rouds 3
+expect_exit "missing required option: usage" 2 "--b is required" "$tb" bench --a cpu
+expect_exit "bad choice: usage" 2 "mode" "$tb" bench --a cpu --b cpu --mode f16
+expect_exit "no command: usage" 2 "subcommand" "$tb"
+expect_exit "bench --m -5: usage, names M and the range" 2 "M = -5 is out of range \(expected 1 \.\. 16777216 rows\)" "$tb" bench --a cpu --b cpu --m -5
+expect_exit "bench --m 99999999: usage, names M and the range" 2 "M = 99999999 is out of range \(expected 1 \.\. 16777216 rows\)" "$tb" bench --a cpu --b cpu --m 99999999
+expect_exit "bench spec m=0: usage" 2 "m = 0 is out of range" "$tb" bench --a cpu:m=0 --b cpu
+expect_exit "gate --m -5: usage, names M and the range" 2 "M = -5 is out of range \(expected 1 \.\. 16777216 rows\)" "$tb" gate --backend cpu --shape 64x64 --m -5
+expect_exit "check --m 1,0: usage" 2 "M = 0 is out of range" "$tb" check "$dir/s.tbsc" --backend cpu --against cpu --m 1,0
+expect_exit "bench at M 2^24: out of memory named, not an abort" 1 "RESOURCE_EXHAUSTED: .* need .*\([0-9]+ bytes\)" "$tb" bench --a cpu --b cpu --shape 16777216x16777216 --m 16777216
+# A memory limit below what M = 65536 rows of attn_q need (1.2 GB): the size is named, exit 1.
+expect_exit "run --m 65536 under ulimit -v: RESOURCE_EXHAUSTED with the size" 1 "RESOURCE_EXHAUSTED: .*M = 65536.* need .*\(1224736768 bytes\)" \
+  bash -c 'ulimit -v 900000 && exec "$@"' _ "$tb" run "$dir/s.tbsc" --entry attn_q.q8 --m 65536 -o "$dir/big.f32"
+[ ! -e "$dir/big.f32" ] && pass "no output file left by the refused run" || bad "the refused run left big.f32"
+expect_exit "demo with a plugin that does not load: failure, not skipped" 1 "cannot load plugin" "$tb" demo --small --backends "$dir/nope.so" --cache "$dir/cache"
+if [ -n "$broken_flip" ]; then
+  expect_exit "bench: same gemm on A and B, outputs differ: exit 1" 1 "outputs differ" "$tb" bench --a cpu --b "$broken_flip" --shape 96x33 --m 3 --rounds 1 --warmup 0
+  grep -q "1/99 differ" "$dir/out" && pass "bench prints the difference" || bad "bench output: $(cat "$dir/out")"
+  expect_ok "bench: same gemm, equal outputs: exit 0" "$tb" bench --a cpu --b "$broken_flip" --shape 96x33 --m 2 --rounds 1 --warmup 0
+fi
+# The demo with a backend whose bits differ (exit 1) runs for a minute: ctest cli_demo_bits_differ.
 expect_error "missing artifact" "cannot|No such file" "$tb" info "$dir/nope.tbsc"
 head -c 1000 "$dir/s.tbsc" >"$dir/trunc.tbsc"
 expect_error "truncated artifact" "DATA_LOSS|truncat" "$tb" info "$dir/trunc.tbsc"
 expect_error "unknown backend" "unknown backend 'gpu0'" "$tb" run "$dir/s.tbsc" --entry attn_q.q8 --backend gpu0 -o "$dir/z.f32"
 expect_error "unknown entry" "no entry 'nope'" "$tb" run "$dir/s.tbsc" --entry nope -o "$dir/z.f32"
 expect_error "bad mode" "mode" "$tb" run "$dir/s.tbsc" --entry attn_q.q8 --mode f16 -o "$dir/z.f32"
-expect_error "bad M" "out of range" "$tb" run "$dir/s.tbsc" --entry attn_q.q8 --m 0 -o "$dir/z.f32"
+expect_exit "bad M" 2 "M = 0 is out of range" "$tb" run "$dir/s.tbsc" --entry attn_q.q8 --m 0 -o "$dir/z.f32"
 [ ! -e "$dir/z.f32" ] && pass "no output file left by failed runs" || bad "a failed run left z.f32"
 expect_usage "pack into a missing folder" "no folder" "$tb" pack --synthetic --small -o "$dir/missing/x.tbsc"
 ls "$dir"/missing* >/dev/null 2>&1 && bad "pack left something behind" || pass "failed pack left nothing"

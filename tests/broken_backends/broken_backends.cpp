@@ -12,7 +12,7 @@ namespace {
 using twinbit::Error;
 using namespace twinbit::testing;
 
-enum class Breakage { flip_bit, last_column };
+enum class Breakage { flip_bit, last_column, first_element };
 
 struct Ctx {
   Breakage breakage;
@@ -23,11 +23,21 @@ struct Bound {
 };
 
 tb_code describe(void* ctx, tb_backend_info* out, tb_error*) {
-  const bool flip = static_cast<Ctx*>(ctx)->breakage == Breakage::flip_bit;
   *out = {};
-  out->name = flip ? "broken_flip_bit" : "broken_last_column";
-  out->device = flip ? "test backend: flips one bit of y[1][5] at M 3, N 33, K 96"
-                     : "test backend: never writes column N-1 when N % 32 != 0";
+  switch (static_cast<Ctx*>(ctx)->breakage) {
+    case Breakage::flip_bit:
+      out->name = "broken_flip_bit";
+      out->device = "test backend: flips one bit of y[1][5] at M 3, N 33, K 96";
+      break;
+    case Breakage::last_column:
+      out->name = "broken_last_column";
+      out->device = "test backend: never writes column N-1 when N % 32 != 0";
+      break;
+    case Breakage::first_element:
+      out->name = "broken_first_element";
+      out->device = "test backend: flips one bit of y[0][0] in every gemm";
+      break;
+  }
   out->features = "gemm.q8,gemm.q4,act.f32,act.i8,gemv_f32,gdn_delta,reference";
   return TB_OK;
 }
@@ -53,12 +63,14 @@ tb_code gemm(void* ctx, void* handle, const tb_gemm_args* a, tb_error*) {
     twinbit::ref::gemm_i8(w, a->m, a->xq, a->ldxq, a->xd, a->ldxd, y.data(), w.n);
   }
   const Breakage br = static_cast<Ctx*>(ctx)->breakage;
-  if (br == Breakage::flip_bit && a->m == kFlipM && w.n == kFlipN && w.k == kFlipK) {
+  auto flip = [&](int64_t row, int64_t col) {
     uint32_t u;
-    std::memcpy(&u, &y[kFlipRow * w.n + kFlipCol], 4);
+    std::memcpy(&u, &y[row * w.n + col], 4);
     u ^= 1u;
-    std::memcpy(&y[kFlipRow * w.n + kFlipCol], &u, 4);
-  }
+    std::memcpy(&y[row * w.n + col], &u, 4);
+  };
+  if (br == Breakage::flip_bit && a->m == kFlipM && w.n == kFlipN && w.k == kFlipK) flip(kFlipRow, kFlipCol);
+  if (br == Breakage::first_element) flip(0, 0);
   const int64_t cols = br == Breakage::last_column && w.n % 32 != 0 ? w.n - 1 : w.n;
   for (int64_t r = 0; r < a->m; ++r) {
     std::memcpy(a->y + r * a->ldy, y.data() + r * w.n, static_cast<size_t>(cols) * 4);
@@ -95,6 +107,7 @@ const tb_backend_iface kIface = {
 
 Ctx kFlip{Breakage::flip_bit};
 Ctx kLastColumn{Breakage::last_column};
+Ctx kFirstElement{Breakage::first_element};
 
 tb_code create(uint32_t host, Ctx* ctx, tb_backend* out, tb_error* err) {
   *out = {};
@@ -116,4 +129,9 @@ extern "C" tb_code tb_backend_create_broken_flip_bit(uint32_t host, tb_backend* 
 extern "C" tb_code tb_backend_create_broken_last_column(uint32_t host, tb_backend* out,
                                                         tb_error* err) {
   return create(host, &kLastColumn, out, err);
+}
+
+extern "C" tb_code tb_backend_create_broken_first_element(uint32_t host, tb_backend* out,
+                                                          tb_error* err) {
+  return create(host, &kFirstElement, out, err);
 }

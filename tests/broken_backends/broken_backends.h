@@ -1,10 +1,12 @@
-// Two deliberately broken backends, for proving that the conformance suite catches what it must.
+// Three deliberately broken backends, for proving that the conformance suite catches what it must.
 // Both are the scalar reference underneath, broken in one precise, known way:
 //
 //   broken_flip_bit     gemm at exactly M = 3, N = 33, K = 96 (any precision and mode) flips the
 //                       lowest mantissa bit of y[1][5]: 1 of 99 outputs differs, by 1 ulp.
 //   broken_last_column  gemm with N % 32 != 0 never writes column N - 1 of any row: M of M*N
 //                       outputs differ (they keep what the caller's buffer held).
+//   broken_first_element  every gemm flips the lowest mantissa bit of y[0][0]: 1 of M*N outputs
+//                       differs, by 1 ulp, whatever the shape (what any end-to-end run must see).
 //
 // Everything else (gemv_f32, gdn_delta, every other shape) is exact.
 #pragma once
@@ -15,6 +17,8 @@ extern "C" {
 tb_code tb_backend_create_broken_flip_bit(uint32_t host_abi_version, tb_backend* out, tb_error* err);
 tb_code tb_backend_create_broken_last_column(uint32_t host_abi_version, tb_backend* out,
                                              tb_error* err);
+tb_code tb_backend_create_broken_first_element(uint32_t host_abi_version, tb_backend* out,
+                                               tb_error* err);
 }
 
 namespace twinbit::testing {
