@@ -1,17 +1,15 @@
-// `twinbit check`: every projection of an artifact on two backends, compared bit for bit - the
-// porting check when moving a model from one backend to another. One line per projection, M and
-// mode: differing/total, the first differing index and the max ulp distance.
+// `twinbit check`: every entry of an artifact on two backends (built in or plugins), compared
+// bit for bit - the porting check when moving a model from one backend to another. What runs for
+// each kind of entry: conformance/porting_check.h. One line per comparison: differing/total, the
+// first differing index and the max ulp distance.
 #include <fnmatch.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <sstream>
 
 #include "cli/cli_common.h"
-#include "conformance/conformance.h"
-#include "core/numerics.h"
-#include "core/op_checks.h"
-#include "core/reference.h"
-#include "core/registry.h"
+#include "conformance/porting_check.h"
 
 namespace twinbit::cli {
 namespace {
@@ -22,31 +20,6 @@ struct CheckOptions {
   artifact::OpenOptions open;
 };
 
-// Runs one gemm on `b`; y [m][n].
-Status run_gemm(const Backend& b, const BoundWeights& w, tb_act_mode mode, int64_t m,
-                const std::vector<float>& x, const std::vector<int8_t>& xq,
-                const std::vector<float>& xd, std::vector<float>& y) {
-  const tb_strips& s = w.view().strips;
-  y.assign(static_cast<size_t>(m * s.n), 0.0f);
-  tb_gemm_args a{};
-  a.mode = mode;
-  a.m = m;
-  a.x = x.data();
-  a.ldx = s.k;
-  a.xq = xq.data();
-  a.ldxq = s.kp;
-  a.xd = xd.data();
-  a.ldxd = s.kp / 32;
-  a.y = y.data();
-  a.ldy = s.n;
-  return b.gemm(w, a);
-}
-
-std::string mismatch_line(const conformance::Mismatch& mm) {
-  if (mm.differing == 0) return Format("0/%lld differ", (long long)mm.total);
-  return Format("%lld/%lld differ, first (m %lld, n %lld), max %llu ulp", (long long)mm.differing,
-                (long long)mm.total, (long long)mm.first_m, (long long)mm.first_n,
-                static_cast<unsigned long long>(mm.max_ulp));
 }
 
 int run_check(const CheckOptions& o) {
@@ -69,80 +42,52 @@ int run_check(const CheckOptions& o) {
   auto opened = artifact::Artifact::open(o.path, o.open);
   if (!opened.ok()) return fail("check", opened.status());
   const artifact::Artifact& art = *opened.value();
-  auto ba = create_backend(o.a);
+  auto ba = conformance::open_backend(conformance::BackendSpec::from_argument(o.a));
   if (!ba.ok()) return fail_backend("check", ba.status());
-  auto bb = create_backend(o.b);
+  auto bb = conformance::open_backend(conformance::BackendSpec::from_argument(o.b));
   if (!bb.ok()) return fail_backend("check", bb.status());
+
+  // The gated-delta set runs as one step: a glob naming any of its entries selects all of them.
+  auto matches = [&](const std::string& name) { return fnmatch(o.entry.c_str(), name.c_str(), 0) == 0; };
+  bool gdn_selected = false;
+  for (const std::string& n : conformance::gdn_entry_names()) gdn_selected = gdn_selected || matches(n);
+  std::vector<conformance::CheckEntry> entries;
+  for (const artifact::Entry& e : art.entries()) {
+    const auto& gdn = conformance::gdn_entry_names();
+    const bool in_gdn = std::find(gdn.begin(), gdn.end(), e.name) != gdn.end();
+    if (!(in_gdn ? gdn_selected : matches(e.name))) continue;
+    auto view = art.view_verified(e);
+    if (!view.ok()) return fail("check", view.status());
+    entries.push_back({e.name, view.value()});
+  }
+  if (entries.empty()) {
+    return fail("check", Error(TB_INVALID_ARGUMENT, "no entry of %s matches '%s': nothing was compared",
+                               o.path.c_str(), o.entry.c_str()));
+  }
   std::printf("twinbit check %s: %s vs %s, seed %llu\n", o.path.c_str(), o.a.c_str(), o.b.c_str(),
               static_cast<unsigned long long>(o.seed));
 
-  int64_t lines = 0, differ = 0, errors = 0, unsupported = 0, matrices = 0;
-  for (const artifact::Entry& e : art.entries()) {
-    if (fnmatch(o.entry.c_str(), e.name.c_str(), 0) != 0) continue;
-    if (e.kind != TB_WEIGHTS_STRIPS) {
-      ++matrices;  // float matrices hold gemv/gdn inputs, not projections
-      continue;
-    }
-    auto view = art.view_verified(e);
-    if (!view.ok()) return fail("check", view.status());
-    auto wa = ba->bind(view.value());
-    auto wb = bb->bind(view.value());
-    auto report = [&](const std::string& what, const Status& sa, const Status& sb,
-                      const conformance::Mismatch& mm) {
-      ++lines;
-      std::string result;
-      if (!sa.ok() || !sb.ok()) {
-        const Status& bad = sa.ok() ? sb : sa;
-        const std::string who = sa.ok() ? o.b : o.a;
-        const bool unimpl = bad.code() == TB_UNIMPLEMENTED;
-        (unimpl ? unsupported : errors) += 1;
-        result = (unimpl ? "unsupported on " : "error on ") + who + ": " + bad.message();
-      } else {
-        if (mm.differing > 0) ++differ;
-        result = mismatch_line(mm);
-      }
-      std::printf("%-28s %-34s %s\n", e.name.c_str(), what.c_str(), result.c_str());
-      std::fflush(stdout);
-    };
-    if (!wa.ok() || !wb.ok()) {
-      report("(bind)", wa.status(), wb.status(), {});
-      continue;
-    }
-    const tb_strips& s = view.value().strips;
-    const std::string base = e.name.substr(0, e.name.rfind('.'));
-    for (int64_t m : ms.value()) {
-      const uint64_t need = gemm_host_bytes(m, s.k, s.n) + static_cast<uint64_t>(m * s.n) * 4;  // + y of B
-      if (Status st = check_host_memory(need, Format("the inputs and outputs of M = %lld rows of %s",
-                                                     (long long)m, e.name.c_str()));
-          !st.ok()) {
-        return fail("check", st);
-      }
-      std::vector<float> x = make_activations(o.seed, base, m, s.k);
-      std::vector<int8_t> xq(static_cast<size_t>(m * s.kp));
-      std::vector<float> xd(static_cast<size_t>(m * s.kp / 32)), ya, yb;
-      for (tb_act_mode mode : modes) {
-        if (mode == TB_ACT_I8) ref::quantize_activations(m, s.k, x.data(), s.k, xq.data(), s.kp, xd.data(), s.kp / 32);
-        const Status sa = run_gemm(ba.value(), wa.value(), mode, m, x, xq, xd, ya);
-        const Status sb = run_gemm(bb.value(), wb.value(), mode, m, x, xq, xd, yb);
-        conformance::Mismatch mm;
-        if (sa.ok() && sb.ok()) mm = conformance::compare_bits(ya.data(), s.n, yb.data(), s.n, m, s.n, {}, "y");
-        report(Format("%s K %lld x N %lld, M %lld, %s", prec_name(s.prec), (long long)s.k,
-                      (long long)s.n, (long long)m, act_mode_name(mode)), sa, sb, mm);
-      }
-    }
+  conformance::PortingCheckOptions co;
+  co.ms = ms.value();
+  co.modes = modes;
+  co.label_a = o.a;
+  co.label_b = o.b;
+  co.activations = [&](const std::string& key, int64_t m, int64_t k) {
+    return make_activations(o.seed, key, m, k);
+  };
+  const conformance::CheckTotals t = conformance::check_entries(
+      ba.value(), bb.value(), entries, co, [](const conformance::CheckLine& l) {
+        std::printf("%-28s %-38s %s\n", l.entry.c_str(), l.what.c_str(),
+                    conformance::check_result_text(l).c_str());
+        std::fflush(stdout);
+      });
+  std::printf("%lld comparisons: %lld equal, %lld differ, %lld unsupported, %lld error\n",
+              (long long)t.lines, (long long)t.equal, (long long)t.differ, (long long)t.unsupported,
+              (long long)t.error);
+  if (t.lines == t.unsupported) {
+    return fail("check", Error(TB_UNIMPLEMENTED, "no entry ran on both backends: nothing was compared"));
   }
-  std::printf("%lld comparisons: %lld equal, %lld differ, %lld unsupported, %lld error "
-              "(%lld float-matrix entries are not projections: not compared)\n",
-              (long long)lines, (long long)(lines - differ - unsupported - errors), (long long)differ,
-              (long long)unsupported, (long long)errors, (long long)matrices);
-  if (lines == 0) {
-    return fail("check", Error(TB_INVALID_ARGUMENT, "no strip entry of %s matches '%s': nothing was compared",
-                               o.path.c_str(), o.entry.c_str()));
-  }
-  if (lines == unsupported) {
-    return fail("check", Error(TB_UNIMPLEMENTED, "no projection ran on both backends: nothing was compared"));
-  }
-  return differ == 0 && errors == 0 ? 0 : 1;
+  return t.differ == 0 && t.error == 0 ? 0 : 1;
 }
 
 }  // namespace
@@ -150,12 +95,18 @@ int run_check(const CheckOptions& o) {
 Command add_check(CLI::App& root) {
   auto opt = std::make_shared<CheckOptions>();
   CLI::App* app = root.add_subcommand(
-      "check", "Run every projection (strip entry) of an artifact on two backends and compare the outputs bit for\n"
-               "bit: one line per projection, M and mode with differing/total, the first differing\n"
-               "index (m, n) and the max ulp distance. Exit 1 if anything differs or fails.");
+      "check", "Run every entry of an artifact on two backends and compare the outputs bit for bit:\n"
+               "  strip entries   gemm at each --m and --mode\n"
+               "  float matrices  gemv_f32 each, gemv_f32_pair for consecutive same-shape ones\n"
+               "  gdn.* entries   one gated-delta step (state and o)\n"
+               "One line per comparison with differing/total, the first differing index and the max\n"
+               "ulp distance. Exit 1 if anything differs or fails.");
+  app->footer("A backend is a built-in name or a plugin path (anything containing '/'), as for bench.\n"
+              "Examples: twinbit check model.tbsc --backend cpu --against cuda\n"
+              "          twinbit check model.tbsc --backend cpu --against ./libmine.so --entry 'attn_*'");
   app->add_option("artifact", opt->path, "Artifact file (twinbit pack / the demo's cache)")->required();
-  app->add_option("--backend", opt->a, "First backend")->required();
-  app->add_option("--against", opt->b, "Second backend")->required();
+  app->add_option("--backend", opt->a, "First backend: name or plugin path")->required();
+  app->add_option("--against", opt->b, "Second backend: name or plugin path")->required();
   app->add_option("--m", opt->ms, "Batch sizes, comma separated")->check(rows_list_check())->capture_default_str();
   app->add_option("--mode", opt->modes, "Activation modes, comma separated (f32, i8)")->capture_default_str();
   app->add_option("--entry", opt->entry, "Only entries matching this glob")->capture_default_str();

@@ -23,11 +23,9 @@ struct GateOptions {
 int run_gate(const GateOptions& o) {
   using namespace conformance;
   BenchSpec base;
-  if (o.backend.find('/') != std::string::npos) {
-    base.plugin_path = o.backend;
-  } else {
-    base.backend = o.backend;
-  }
+  const BackendSpec where = BackendSpec::from_argument(o.backend);
+  base.backend = where.name;
+  base.plugin_path = where.plugin_path;
   if (Status s = parse_shape(o.shape, base.k, base.n); !s.ok()) return usage_error("gate", s);
   base.m = o.m;
   base.prec = o.prec == "q4" ? TB_PREC_Q4 : TB_PREC_Q8;

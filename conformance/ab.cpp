@@ -53,7 +53,9 @@ Result<BenchSpec> parse_bench_spec(const std::string& spec, const BenchSpec& def
   }
   const std::string who = spec.substr(0, colon);
   if (who.empty()) return Error(TB_INVALID_ARGUMENT, "spec '%s' names no backend (expected BACKEND[:key=value,...])", spec.c_str());
-  (who.find('/') != std::string::npos ? s.plugin_path : s.backend) = who;
+  const BackendSpec where = BackendSpec::from_argument(who);
+  s.backend = where.name;
+  s.plugin_path = where.plugin_path;
   if (colon == std::string::npos) return s;
   std::stringstream in(spec.substr(colon + 1));
   std::string kv;

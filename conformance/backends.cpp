@@ -11,6 +11,12 @@ std::string BackendSpec::label() const {
   return name + " (built in)";
 }
 
+BackendSpec BackendSpec::from_argument(const std::string& name_or_path) {
+  BackendSpec s;
+  (name_or_path.find('/') != std::string::npos ? s.plugin_path : s.name) = name_or_path;
+  return s;
+}
+
 Result<Backend> open_backend(const BackendSpec& spec) {
   if (!spec.plugin_path.empty() && !spec.name.empty()) {
     return Error(TB_INVALID_ARGUMENT, "give a built-in name or a plugin path, not both (got '%s' "

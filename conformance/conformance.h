@@ -52,6 +52,9 @@ struct BackendSpec {
   std::string name;         // built in: "cpu", "cuda", "null"
   std::string plugin_path;  // plugin: a shared library exporting tb_backend_create_v1
   std::string label() const;  // "cpu (built in)" / "plugin ./libx.so"
+  // A backend as the commands take it in one argument (run, check, bench, gate): a plugin path
+  // when it contains '/' ("./libmine.so"), a built-in name otherwise ("cpu").
+  static BackendSpec from_argument(const std::string& name_or_path);
 };
 
 // One registry row: identity and capability tags as the backend describes itself.

@@ -12,7 +12,14 @@ namespace {
 using twinbit::Error;
 using namespace twinbit::testing;
 
-enum class Breakage { flip_bit, last_column, first_element };
+enum class Breakage { flip_bit, last_column, first_element, float_ops, none };
+
+void flip_lowest_bit(float& f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  u ^= 1u;
+  std::memcpy(&f, &u, 4);
+}
 
 struct Ctx {
   Breakage breakage;
@@ -24,6 +31,7 @@ struct Bound {
 
 tb_code describe(void* ctx, tb_backend_info* out, tb_error*) {
   *out = {};
+  out->features = "gemm.q8,gemm.q4,act.f32,act.i8,gemv_f32,gdn_delta,reference";
   switch (static_cast<Ctx*>(ctx)->breakage) {
     case Breakage::flip_bit:
       out->name = "broken_flip_bit";
@@ -37,8 +45,17 @@ tb_code describe(void* ctx, tb_backend_info* out, tb_error*) {
       out->name = "broken_first_element";
       out->device = "test backend: flips one bit of y[0][0] in every gemm";
       break;
+    case Breakage::float_ops:
+      out->name = "broken_float_ops";
+      out->device = "test backend: flips one bit of gemv_f32, gemv_f32_pair and gdn_delta outputs";
+      out->features = "gemm.q8,gemm.q4,act.f32,act.i8,gemv_f32,gemv_f32_pair,gdn_delta,reference";
+      break;
+    case Breakage::none:
+      out->name = "test_reference";
+      out->device = "test backend: the scalar reference, unbroken";
+      out->features = "gemm.q8,gemm.q4,act.f32,act.i8,gemv_f32,gemv_f32_pair,gdn_delta,reference";
+      break;
   }
-  out->features = "gemm.q8,gemm.q4,act.f32,act.i8,gemv_f32,gdn_delta,reference";
   return TB_OK;
 }
 
@@ -63,14 +80,10 @@ tb_code gemm(void* ctx, void* handle, const tb_gemm_args* a, tb_error*) {
     twinbit::ref::gemm_i8(w, a->m, a->xq, a->ldxq, a->xd, a->ldxd, y.data(), w.n);
   }
   const Breakage br = static_cast<Ctx*>(ctx)->breakage;
-  auto flip = [&](int64_t row, int64_t col) {
-    uint32_t u;
-    std::memcpy(&u, &y[row * w.n + col], 4);
-    u ^= 1u;
-    std::memcpy(&y[row * w.n + col], &u, 4);
-  };
-  if (br == Breakage::flip_bit && a->m == kFlipM && w.n == kFlipN && w.k == kFlipK) flip(kFlipRow, kFlipCol);
-  if (br == Breakage::first_element) flip(0, 0);
+  if (br == Breakage::flip_bit && a->m == kFlipM && w.n == kFlipN && w.k == kFlipK) {
+    flip_lowest_bit(y[kFlipRow * w.n + kFlipCol]);
+  }
+  if (br == Breakage::first_element) flip_lowest_bit(y[0]);
   const int64_t cols = br == Breakage::last_column && w.n % 32 != 0 ? w.n - 1 : w.n;
   for (int64_t r = 0; r < a->m; ++r) {
     std::memcpy(a->y + r * a->ldy, y.data() + r * w.n, static_cast<size_t>(cols) * 4);
@@ -78,13 +91,28 @@ tb_code gemm(void* ctx, void* handle, const tb_gemm_args* a, tb_error*) {
   return TB_OK;
 }
 
-tb_code gemv_f32(void*, void* handle, const float* x, float* y, tb_error*) {
-  twinbit::ref::gemv_f32(static_cast<Bound*>(handle)->view.matrix, x, y);
+bool breaks_float_ops(void* ctx) { return static_cast<Ctx*>(ctx)->breakage == Breakage::float_ops; }
+
+tb_code gemv_f32(void* ctx, void* handle, const float* x, float* y, tb_error*) {
+  const tb_matrix_f32& w = static_cast<Bound*>(handle)->view.matrix;
+  twinbit::ref::gemv_f32(w, x, y);
+  if (breaks_float_ops(ctx)) flip_lowest_bit(y[w.rows - 1]);
   return TB_OK;
 }
 
-tb_code gdn_delta(void*, const tb_gdn_args* a, tb_error*) {
+tb_code gemv_f32_pair(void* ctx, void* a, void* b, const float* x, float* ya, float* yb, tb_error*) {
+  twinbit::ref::gemv_f32(static_cast<Bound*>(a)->view.matrix, x, ya);
+  twinbit::ref::gemv_f32(static_cast<Bound*>(b)->view.matrix, x, yb);
+  if (breaks_float_ops(ctx)) flip_lowest_bit(yb[0]);
+  return TB_OK;
+}
+
+tb_code gdn_delta(void* ctx, const tb_gdn_args* a, tb_error*) {
   twinbit::ref::gdn_delta(*a);
+  if (breaks_float_ops(ctx)) {
+    flip_lowest_bit(a->o[0]);
+    flip_lowest_bit(a->state[a->vh * a->kd * a->vd - 1]);
+  }
   return TB_OK;
 }
 
@@ -105,9 +133,18 @@ const tb_backend_iface kIface = {
     .destroy = destroy,
 };
 
+// The same table with its own pair entry (the two above leave the pair to core's default).
+const tb_backend_iface kIfaceWithPair = [] {
+  tb_backend_iface t = kIface;
+  t.gemv_f32_pair = gemv_f32_pair;
+  return t;
+}();
+
 Ctx kFlip{Breakage::flip_bit};
 Ctx kLastColumn{Breakage::last_column};
 Ctx kFirstElement{Breakage::first_element};
+Ctx kFloatOps{Breakage::float_ops};
+Ctx kNone{Breakage::none};
 
 tb_code create(uint32_t host, Ctx* ctx, tb_backend* out, tb_error* err) {
   *out = {};
@@ -115,7 +152,8 @@ tb_code create(uint32_t host, Ctx* ctx, tb_backend* out, tb_error* err) {
     return Error(TB_FAILED_PRECONDITION, "broken backend speaks ABI version %u, the host %u",
                  TB_BACKEND_ABI_VERSION, host).to_c(err);
   }
-  out->iface = &kIface;
+  const bool with_pair = ctx->breakage == Breakage::float_ops || ctx->breakage == Breakage::none;
+  out->iface = with_pair ? &kIfaceWithPair : &kIface;
   out->ctx = ctx;
   return TB_OK;
 }
@@ -134,4 +172,13 @@ extern "C" tb_code tb_backend_create_broken_last_column(uint32_t host, tb_backen
 extern "C" tb_code tb_backend_create_broken_first_element(uint32_t host, tb_backend* out,
                                                           tb_error* err) {
   return create(host, &kFirstElement, out, err);
+
+}
+
+extern "C" tb_code tb_backend_create_broken_float_ops(uint32_t host, tb_backend* out, tb_error* err) {
+  return create(host, &kFloatOps, out, err);
+}
+
+extern "C" tb_code tb_backend_create_test_reference(uint32_t host, tb_backend* out, tb_error* err) {
+  return create(host, &kNone, out, err);
 }

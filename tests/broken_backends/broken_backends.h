@@ -1,5 +1,5 @@
-// Three deliberately broken backends, for proving that the conformance suite catches what it must.
-// Both are the scalar reference underneath, broken in one precise, known way:
+// Deliberately broken backends, for proving that the conformance suite and the porting check
+// catch what they must. All are the scalar reference underneath, broken in one precise, known way:
 //
 //   broken_flip_bit     gemm at exactly M = 3, N = 33, K = 96 (any precision and mode) flips the
 //                       lowest mantissa bit of y[1][5]: 1 of 99 outputs differs, by 1 ulp.
@@ -7,8 +7,13 @@
 //                       outputs differ (they keep what the caller's buffer held).
 //   broken_first_element  every gemm flips the lowest mantissa bit of y[0][0]: 1 of M*N outputs
 //                       differs, by 1 ulp, whatever the shape (what any end-to-end run must see).
+//   broken_float_ops    gemm is exact; gemv_f32 flips the lowest mantissa bit of y[rows - 1];
+//                       its own gemv_f32_pair entry flips that bit of y_b[0] (y_a exact);
+//                       gdn_delta flips it in o[0][0] and in the last element of the state.
+// Everything else (every other op and shape) is exact.
 //
-// Everything else (gemv_f32, gdn_delta, every other shape) is exact.
+// And the control: test_reference is the scalar reference for every op, gemv_f32_pair
+// included, broken nowhere.
 #pragma once
 
 #include "core/backend.h"
@@ -19,6 +24,8 @@ tb_code tb_backend_create_broken_last_column(uint32_t host_abi_version, tb_backe
                                              tb_error* err);
 tb_code tb_backend_create_broken_first_element(uint32_t host_abi_version, tb_backend* out,
                                                tb_error* err);
+tb_code tb_backend_create_broken_float_ops(uint32_t host_abi_version, tb_backend* out, tb_error* err);
+tb_code tb_backend_create_test_reference(uint32_t host_abi_version, tb_backend* out, tb_error* err);
 }
 
 namespace twinbit::testing {
