@@ -180,8 +180,8 @@ TEST_CASE("cpu gemm batch invariance: row m of an M=37 call equals that row comp
   }
 }
 
-// The avx512vnni row kernel's two F32 decode variants (cpu_kernels.h, F32Decode). The spread
-// variant scales x by 2^-24 and falls back to the tile path for groups where that is not exact,
+// The avx512vnni row kernel's F32 decode (cpu_kernels_x86.hpp, the spread path): it scales x by
+// 2^-24 and falls back to the tile path for groups where that is not exact,
 // so the activations here mix groups of plain values with groups holding each edge: subnormals,
 // tiny normals below 2^-102 (x * 2^-24 inexact), 2^-102 itself (exact), huge values, infinities,
 // signed zeros. (No NaN inputs: which of two NaN operands an fma returns depends on the operand
@@ -200,21 +200,17 @@ std::vector<float> edge_activations(int64_t count, uint64_t seed) {
   return x;
 }
 
-TEST_CASE("cpu gemm mode f32 decode variants tile, spread and spread_burst x prefetch into L1 or L2 equal ref::gemm_f32 bitwise, q8 q4, M 1..3, N 1/33/257/1000, K 32..2048, edge activations, avx512vnni") {
+TEST_CASE("cpu gemm mode f32 decode (spread path, tile fallback on inexact x * 2^-24) x prefetch distances 0 / 2 KiB / 64 KiB equal ref::gemm_f32 bitwise, q8 q4, M 1..3, N 1/33/257/1000, K 32..2048, edge activations, avx512vnni") {
   if (!cpu::isa_runnable(cpu::Isa::kAvx512vnni)) {
     MESSAGE("avx512vnni is not runnable here: only the tile path exists on the other tags");
     return;
   }
+  auto be = cpu_backend_for(cpu::Isa::kAvx512vnni);
+  REQUIRE_MESSAGE(be.ok(), be.status().to_string());
   int64_t calls = 0;
-  const std::pair<const char*, const char*> runs[] = {{"tile", "l2"},   {"spread", "l2"}, {"spread_burst", "l2"},
-                                                       {"tile", "l1"},   {"spread", "l1"}, {"spread_burst", "l1"}};
-  for (const auto& [variant, level] : runs) {
-    ::setenv("TWINBIT_CPU_F32_DECODE", variant, 1);
-    ::setenv("TWINBIT_CPU_PREFETCH_LEVEL", level, 1);
-    auto be = cpu_backend_for(cpu::Isa::kAvx512vnni);
-    ::unsetenv("TWINBIT_CPU_F32_DECODE");
-    ::unsetenv("TWINBIT_CPU_PREFETCH_LEVEL");
-    REQUIRE_MESSAGE(be.ok(), be.status().to_string());
+  for (const char* bytes : {"0", "2048", "65536"}) {
+    tb_error err{};
+    REQUIRE(cpu::set_prefetch_bytes(be->raw(), bytes, &err) == TB_OK);
     for (tb_prec prec : {TB_PREC_Q8, TB_PREC_Q4}) {
       for (int64_t n : {1, 33, 257, 1000}) {
         for (int64_t k : {32, 64, 96, 100, 2048}) {
@@ -234,7 +230,7 @@ TEST_CASE("cpu gemm mode f32 decode variants tile, spread and spread_burst x pre
             Status st = be->gemm(bound.value(), a);
             REQUIRE_MESSAGE(st.ok(), st.to_string());
             const int64_t diff = first_difference(y.data(), ref.data(), static_cast<size_t>(mm * n));
-            INFO("variant " << std::string(variant) << " prefetch " << level << " " << std::string(prec_name(prec)) << " N=" << n << " K=" << k << " M=" << mm);
+            INFO("prefetch " << bytes << " B " << std::string(prec_name(prec)) << " N=" << n << " K=" << k << " M=" << mm);
             CHECK_MESSAGE(diff < 0, "first difference at flat index " << diff << ": " << (diff < 0 ? 0.0f : y[diff])
                                     << " vs reference " << (diff < 0 ? 0.0f : ref[diff]));
             ++calls;
@@ -243,30 +239,10 @@ TEST_CASE("cpu gemm mode f32 decode variants tile, spread and spread_burst x pre
       }
     }
   }
-  MESSAGE(calls << " gemm calls over both variants memcmp-equal to the reference");
+  MESSAGE(calls << " gemm calls memcmp-equal to the reference");
 }
 
-TEST_CASE("cpu backend: TWINBIT_CPU_F32_DECODE unknown value is INVALID_ARGUMENT listing the variants; set_f32_decode checks its arguments") {
-  ::setenv("TWINBIT_CPU_F32_DECODE", "fast", 1);
-  auto b = create_cpu_backend();
-  ::unsetenv("TWINBIT_CPU_F32_DECODE");
-  REQUIRE_FALSE(b.ok());
-  CHECK(b.status().code() == TB_INVALID_ARGUMENT);
-  CHECK(b.status().message().find("fast") != std::string::npos);
-  CHECK(b.status().message().find("spread, tile, spread_burst") != std::string::npos);
-  auto ok = create_cpu_backend();
-  REQUIRE(ok.ok());
-  tb_error err{};
-  CHECK(cpu::set_f32_decode(ok->raw(), "tile", &err) == TB_OK);
-  CHECK(cpu::set_f32_decode(ok->raw(), "spread", &err) == TB_OK);
-  CHECK(cpu::set_f32_decode(ok->raw(), "spread_burst", &err) == TB_OK);
-  CHECK(cpu::set_f32_decode(ok->raw(), "Tile", &err) == TB_INVALID_ARGUMENT);
-  CHECK(cpu::set_f32_decode(ok->raw(), nullptr, &err) == TB_INVALID_ARGUMENT);
-  tb_backend other{};
-  CHECK(cpu::set_f32_decode(other, "tile", &err) == TB_INVALID_ARGUMENT);
-}
-
-TEST_CASE("cpu gemm mode i8 prefetch variants (burst, spread) x distances (0, 2 KiB with L1, 64 KiB with L2) equal ref::gemm_i8 bitwise, q8 q4, M 1 and 5, N 33/1000, K 96/2048, avx512vnni") {
+TEST_CASE("cpu gemm mode i8 prefetch distances 0 (no software prefetch) / 2 KiB / 64 KiB equal ref::gemm_i8 bitwise, q8 q4, M 1 and 5, N 33/1000, K 96/2048, avx512vnni") {
   if (!cpu::isa_runnable(cpu::Isa::kAvx512vnni)) {
     MESSAGE("avx512vnni is not runnable here: the other tags prefetch one way");
     return;
@@ -289,22 +265,17 @@ TEST_CASE("cpu gemm mode i8 prefetch variants (burst, spread) x distances (0, 2 
         view.strips = w.view;
         auto bound = be->bind(view);
         REQUIRE(bound.ok());
-        for (const char* variant : {"burst", "spread"}) {
-          for (const char* bytes : {"0", "2048", "65536"}) {
-            const char* level = bytes[0] == '2' ? "l1" : "l2";  // both levels, each distance once
-            tb_error err{};
-            REQUIRE(cpu::set_i8_prefetch(be->raw(), variant, &err) == TB_OK);
-            REQUIRE(cpu::set_prefetch_bytes(be->raw(), bytes, &err) == TB_OK);
-            REQUIRE(cpu::set_prefetch_level(be->raw(), level, &err) == TB_OK);
-            for (int64_t mm : {int64_t{1}, m}) {
-              std::vector<float> y(static_cast<size_t>(mm * n));
-              tb_gemm_args a{TB_ACT_I8, mm, nullptr, 0, xq.data(), k, xd.data(), ng, y.data(), n};
-              const Status st = be->gemm(bound.value(), a);
-              REQUIRE_MESSAGE(st.ok(), st.to_string());
-              INFO(variant << " " << bytes << " B " << level << " " << std::string(prec_name(prec)) << " N=" << n << " K=" << k << " M=" << mm);
-              CHECK(first_difference(y.data(), ref.data(), static_cast<size_t>(mm * n)) < 0);
-              ++calls;
-            }
+        for (const char* bytes : {"0", "2048", "65536"}) {
+          tb_error err{};
+          REQUIRE(cpu::set_prefetch_bytes(be->raw(), bytes, &err) == TB_OK);
+          for (int64_t mm : {int64_t{1}, m}) {
+            std::vector<float> y(static_cast<size_t>(mm * n));
+            tb_gemm_args a{TB_ACT_I8, mm, nullptr, 0, xq.data(), k, xd.data(), ng, y.data(), n};
+            const Status st = be->gemm(bound.value(), a);
+            REQUIRE_MESSAGE(st.ok(), st.to_string());
+            INFO(bytes << " B " << std::string(prec_name(prec)) << " N=" << n << " K=" << k << " M=" << mm);
+            CHECK(first_difference(y.data(), ref.data(), static_cast<size_t>(mm * n)) < 0);
+            ++calls;
           }
         }
       }
@@ -313,14 +284,7 @@ TEST_CASE("cpu gemm mode i8 prefetch variants (burst, spread) x distances (0, 2 
   MESSAGE(calls << " gemm calls memcmp-equal to the reference");
 }
 
-TEST_CASE("cpu backend: TWINBIT_CPU_I8_PREFETCH, TWINBIT_CPU_PREFETCH_BYTES and TWINBIT_CPU_PREFETCH_LEVEL bad values are INVALID_ARGUMENT naming them; the setters check their arguments") {
-  ::setenv("TWINBIT_CPU_I8_PREFETCH", "eager", 1);
-  auto b = create_cpu_backend();
-  ::unsetenv("TWINBIT_CPU_I8_PREFETCH");
-  REQUIRE_FALSE(b.ok());
-  CHECK(b.status().code() == TB_INVALID_ARGUMENT);
-  CHECK(b.status().message().find("eager") != std::string::npos);
-  CHECK(b.status().message().find("spread, burst") != std::string::npos);
+TEST_CASE("cpu backend: TWINBIT_CPU_PREFETCH_BYTES bad values are INVALID_ARGUMENT naming it; set_prefetch_bytes checks its arguments") {
   for (const char* bad : {"-1", "65537", "4k", ""}) {
     ::setenv("TWINBIT_CPU_PREFETCH_BYTES", bad, 1);
     auto c = create_cpu_backend();
@@ -336,22 +300,21 @@ TEST_CASE("cpu backend: TWINBIT_CPU_I8_PREFETCH, TWINBIT_CPU_PREFETCH_BYTES and 
   auto ok = create_cpu_backend();
   REQUIRE(ok.ok());
   tb_error err{};
-  CHECK(cpu::set_i8_prefetch(ok->raw(), "burst", &err) == TB_OK);
-  CHECK(cpu::set_i8_prefetch(ok->raw(), "Burst", &err) == TB_INVALID_ARGUMENT);
   CHECK(cpu::set_prefetch_bytes(ok->raw(), "0", &err) == TB_OK);
   CHECK(cpu::set_prefetch_bytes(ok->raw(), "70000", &err) == TB_INVALID_ARGUMENT);
   CHECK(cpu::set_prefetch_bytes(ok->raw(), nullptr, &err) == TB_INVALID_ARGUMENT);
   tb_backend other{};
-  CHECK(cpu::set_i8_prefetch(other, "burst", &err) == TB_INVALID_ARGUMENT);
   CHECK(cpu::set_prefetch_bytes(other, "4096", &err) == TB_INVALID_ARGUMENT);
-  ::setenv("TWINBIT_CPU_PREFETCH_LEVEL", "l3", 1);
-  auto lvl = create_cpu_backend();
-  ::unsetenv("TWINBIT_CPU_PREFETCH_LEVEL");
-  REQUIRE_FALSE(lvl.ok());
-  CHECK(lvl.status().code() == TB_INVALID_ARGUMENT);
-  CHECK(lvl.status().message().find("l1, l2") != std::string::npos);
-  CHECK(cpu::set_prefetch_level(ok->raw(), "l1", &err) == TB_OK);
-  CHECK(cpu::set_prefetch_level(ok->raw(), "L2", &err) == TB_INVALID_ARGUMENT);
+}
+
+TEST_CASE("cpu backend: the removed measurement switches (TWINBIT_CPU_F32_DECODE, TWINBIT_CPU_I8_PREFETCH, TWINBIT_CPU_PREFETCH_LEVEL) are not read: one schedule per tag") {
+  // Values the switches once rejected: creation now ignores the variables altogether.
+  for (const char* var : {"TWINBIT_CPU_F32_DECODE", "TWINBIT_CPU_I8_PREFETCH", "TWINBIT_CPU_PREFETCH_LEVEL"}) {
+    ::setenv(var, "no-such-variant", 1);
+    auto b = create_cpu_backend();
+    ::unsetenv(var);
+    CHECK_MESSAGE(b.ok(), var << ": " << b.status().to_string());
+  }
 }
 
 TEST_CASE("cpu backend: TWINBIT_CPU_ARCH unknown value is INVALID_ARGUMENT listing the valid tags") {

@@ -21,59 +21,6 @@ const int64_t kSweepM[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 31, 32, 33, 64};
 const int64_t kSweepN[] = {1, 3, 31, 32, 33, 255, 256, 257, 1000};
 const int64_t kSweepK[] = {32, 64, 96, 2048, 6144};
 
-tb_weights_view strips_view(const HostStrips& h) {
-  tb_weights_view v{};
-  v.kind = TB_WEIGHTS_STRIPS;
-  v.strips = h.view;
-  return v;
-}
-
-struct Activations {
-  std::vector<float> x;     // (m, k)
-  std::vector<int8_t> xq;   // (m, kp)
-  std::vector<float> xd;    // (m, kp/32)
-};
-
-Activations make_activations(int64_t m, int64_t k, uint64_t seed) {
-  Activations a;
-  a.x = random_floats(static_cast<size_t>(m * k), seed);
-  const int64_t kp = pad32(k);
-  a.xq.resize(static_cast<size_t>(m * kp));
-  a.xd.resize(static_cast<size_t>(m * kp / 32));
-  ref::quantize_activations(m, k, a.x.data(), k, a.xq.data(), kp, a.xd.data(), kp / 32);
-  return a;
-}
-
-tb_gemm_args gemm_args(tb_act_mode mode, int64_t m, const tb_strips& w, Activations& a,
-                       float* y) {
-  tb_gemm_args g{};
-  g.mode = mode;
-  g.m = m;
-  g.x = a.x.data();
-  g.ldx = w.k;
-  g.xq = a.xq.data();
-  g.ldxq = w.kp;
-  g.xd = a.xd.data();
-  g.ldxd = w.kp / 32;
-  g.y = y;
-  g.ldy = w.n;
-  return g;
-}
-
-std::vector<float> reference(tb_act_mode mode, int64_t m, const tb_strips& w, const Activations& a) {
-  std::vector<float> y(static_cast<size_t>(m * w.n));
-  parallel_rows(m, [&](int64_t r0, int64_t r1) {
-    if (r1 <= r0) return;
-    if (mode == TB_ACT_F32) {
-      ref::gemm_f32(w, r1 - r0, a.x.data() + r0 * w.k, w.k, y.data() + r0 * w.n, w.n);
-    } else {
-      ref::gemm_i8(w, r1 - r0, a.xq.data() + r0 * w.kp, w.kp, a.xd.data() + r0 * (w.kp / 32),
-                   w.kp / 32, y.data() + r0 * w.n, w.n);
-    }
-  });
-  return y;
-}
-
 // One precision and mode over the whole sweep; every case is run twice (the first call captures
 // the offload graph, the second replays it) and both results must equal the reference's bits.
 void sweep(tb_prec prec, tb_act_mode mode) {
@@ -153,7 +100,7 @@ TEST_CASE("gpu gemm K100 not multiple of 32 is UNIMPLEMENTED with its reason, q8
 
 TEST_CASE("gpu gemm prefill on large grids equals reference bits: two strips per warp (N151936 K256 M33) and every slice per block (N12288 K256 M33), q8 q4 x f32 i8") {
   // The sweep's grids are small; these shapes take the prefill schedules chosen for large grids
-  // (plan_prefill in backends/cuda/gemm_kernels.cu): at N 151936 two strips per warp (mode F32
+  // (plan_prefill in backends/cuda/gemm_plan.cu): at N 151936 two strips per warp (mode F32
   // with one slice per block, mode I8 over every slice), at N 12288 one strip per warp over every
   // slice with the rows inside the k loop. K 256 keeps the reference affordable (2 slices of 4).
   auto cuda = cuda_or_skip();
@@ -276,7 +223,7 @@ TEST_CASE("gpu gemm without graphs equals reference bits, q8 q4 x f32 i8, M{1,8,
   REQUIRE(cuda::set_use_graphs(cuda->raw(), true).ok());
 }
 
-TEST_CASE("gpu gemm decode M1, every decode kernel (strip blocks, slice blocks, cluster fold) x direct output or copy-back, q8 q4 x f32 i8, (N,K) {(2048,2048),(1024,2048),(6144,2048),(12288,2048),(2048,6144),(4096,2048),(11300,6144),(1000,96),(257,256),(151936,2048)}") {
+TEST_CASE("gpu gemm decode M1, every decode kernel (strip blocks, slice blocks, automatic) x direct output or copy-back, q8 q4 x f32 i8, (N,K) {(2048,2048),(1024,2048),(6144,2048),(12288,2048),(2048,6144),(4096,2048),(11300,6144),(1000,96),(257,256),(151936,2048)}") {
   auto cuda = cuda_or_skip();
   if (!cuda) return;
   const int64_t shapes[][2] = {{2048, 2048}, {1024, 2048}, {6144, 2048}, {12288, 2048}, {2048, 6144},
@@ -284,12 +231,12 @@ TEST_CASE("gpu gemm decode M1, every decode kernel (strip blocks, slice blocks, 
   struct Variant {
     const char* name;
     cuda::DecodePath path;
-    bool cluster, direct;
+    bool direct;
   };
-  const Variant variants[] = {{"strip blocks + direct", cuda::DecodePath::kStripBlocks, false, true},
-                              {"slice blocks + copy-back", cuda::DecodePath::kSliceBlocks, false, false},
-                              {"cluster fold + direct", cuda::DecodePath::kAuto, true, true},
-                              {"auto + copy-back", cuda::DecodePath::kAuto, false, false}};
+  const Variant variants[] = {{"strip blocks + direct", cuda::DecodePath::kStripBlocks, true},
+                              {"slice blocks + copy-back", cuda::DecodePath::kSliceBlocks, false},
+                              {"slice blocks + direct", cuda::DecodePath::kSliceBlocks, true},
+                              {"auto + copy-back", cuda::DecodePath::kAuto, false}};
   int64_t calls = 0;
   for (tb_prec prec : {TB_PREC_Q8, TB_PREC_Q4}) {
     for (const auto& nk : shapes) {
@@ -302,7 +249,6 @@ TEST_CASE("gpu gemm decode M1, every decode kernel (strip blocks, slice blocks, 
         const auto want = reference(mode, 1, h.view, a);
         for (const Variant& v : variants) {
           REQUIRE(cuda::set_decode_path(cuda->raw(), v.path).ok());
-          REQUIRE(cuda::set_cluster_fold(cuda->raw(), v.cluster).ok());
           REQUIRE(cuda::set_direct_output(cuda->raw(), v.direct).ok());
           for (int pass = 0; pass < 2; ++pass) {  // capture, then replay
             std::vector<float> got(want.size(), std::nanf("0x7ab"));
@@ -318,7 +264,6 @@ TEST_CASE("gpu gemm decode M1, every decode kernel (strip blocks, slice blocks, 
     }
   }
   REQUIRE(cuda::set_decode_path(cuda->raw(), cuda::DecodePath::kAuto).ok());  // the defaults
-  REQUIRE(cuda::set_cluster_fold(cuda->raw(), false).ok());
   REQUIRE(cuda::set_direct_output(cuda->raw(), true).ok());
   MESSAGE("decode kernel variants: " << calls << " calls compared with the reference");
 }
@@ -407,133 +352,6 @@ TEST_CASE("gpu bind beyond device memory is RESOURCE_EXHAUSTED with sizes, not a
   MESSAGE(bound.status().to_string());
 }
 
-// Device memory for one test launch, freed on scope exit.
-struct DeviceBuffer {
-  void* p = nullptr;
-  explicit DeviceBuffer(size_t bytes) { REQUIRE(cudaMalloc(&p, std::max<size_t>(bytes, 4)) == cudaSuccess); }
-  ~DeviceBuffer() { cudaFree(p); }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-};
-
-TEST_CASE("gpu gemm every measured launch variant (GemmLaunch switches the benchmark times) equals reference bits, q8 q4 x f32 i8, (N,K) {(1000,2048),(257,6144)}, M 1 and 33") {
-  // The backend runs the default schedule; the benchmark also times the alternatives behind
-  // GemmLaunch's switches. Their times only mean something if their bits are right too.
-  auto cuda = cuda_or_skip();
-  if (!cuda) return;
-  using cuda::GemmLaunch;
-  using cuda::Toggle;
-  struct Variant {
-    const char* name;
-    int64_t m;
-    void (*set)(GemmLaunch&);
-  };
-  const Variant variants[] = {
-      {"decode: strip blocks", 1, [](GemmLaunch& a) { a.decode = cuda::DecodePath::kStripBlocks; }},
-      {"decode: slice blocks", 1, [](GemmLaunch& a) { a.decode = cuda::DecodePath::kSliceBlocks; }},
-      {"decode: slice blocks unpacked", 1, [](GemmLaunch& a) {
-         a.decode = cuda::DecodePath::kSliceBlocks;
-         a.packed_decode = Toggle::kOff;
-       }},
-      {"decode: merged slices", 1, [](GemmLaunch& a) {
-         a.decode = cuda::DecodePath::kSliceBlocks;
-         a.merge_slices = true;
-       }},
-      {"decode: prefetch 2", 1, [](GemmLaunch& a) {
-         a.decode = cuda::DecodePath::kSliceBlocks;
-         a.prefetch = 2;
-       }},
-      {"decode: merged, prefetch 2", 1, [](GemmLaunch& a) {
-         a.decode = cuda::DecodePath::kSliceBlocks;
-         a.merge_slices = true;
-         a.prefetch = 2;
-       }},
-      {"decode: I2F", 1, [](GemmLaunch& a) {
-         a.decode = cuda::DecodePath::kSliceBlocks;
-         a.convert = cuda::CodeConvert::kI2F;
-       }},
-      {"prefill: one strip, rows outer, one slice", 33, [](GemmLaunch& a) {
-         a.cols_per_lane = 1;
-         a.rows_inner = Toggle::kOff;
-         a.all_slices = Toggle::kOff;
-       }},
-      {"prefill: one strip, rows inner, every slice", 33, [](GemmLaunch& a) {
-         a.cols_per_lane = 1;
-         a.rows_inner = Toggle::kOn;
-         a.all_slices = Toggle::kOn;
-       }},
-      {"prefill: one strip, rows inner, one slice", 33, [](GemmLaunch& a) {
-         a.cols_per_lane = 1;
-         a.rows_inner = Toggle::kOn;
-         a.all_slices = Toggle::kOff;
-       }},
-      {"prefill: two strips, one slice", 33, [](GemmLaunch& a) {
-         a.cols_per_lane = 2;
-         a.all_slices = Toggle::kOff;
-       }},
-      {"prefill: two strips, every slice", 33, [](GemmLaunch& a) {
-         a.cols_per_lane = 2;
-         a.all_slices = Toggle::kOn;
-       }},
-      {"prefill: two strips unpacked, every slice", 33, [](GemmLaunch& a) {
-         a.cols_per_lane = 2;
-         a.packed_prefill = Toggle::kOff;
-         a.all_slices = Toggle::kOn;
-       }},
-      {"prefill: row tile 16", 33, [](GemmLaunch& a) { a.row_tile = 16; }},
-      {"prefill: I2F", 33, [](GemmLaunch& a) { a.convert = cuda::CodeConvert::kI2F; }},
-  };
-  cudaStream_t stream = nullptr;
-  REQUIRE(cudaStreamCreate(&stream) == cudaSuccess);
-  int64_t calls = 0;
-  const int64_t shapes[][2] = {{1000, 2048}, {257, 6144}};
-  for (tb_prec prec : {TB_PREC_Q8, TB_PREC_Q4}) {
-    for (const auto& nk : shapes) {
-      const int64_t n = nk[0], k = nk[1], kp = pad32(k), ng = kp / 32, max_m = 33;
-      HostStrips h = random_strips(prec, n, k, 29 + n + k + prec);
-      auto bound = cuda->bind(strips_view(h));
-      REQUIRE(bound.ok());
-      cuda::DeviceStrips dev;
-      REQUIRE(cuda::device_strips(cuda->raw(), bound->handle(), &dev).ok());
-      Activations a = make_activations(max_m, k, 3 + n + k);
-      DeviceBuffer dx(a.x.size() * 4), dq(a.xq.size()), dd(a.xd.size() * 4), dy(static_cast<size_t>(max_m * n) * 4);
-      DeviceBuffer dpart(cuda::gemm_partial_floats(dev, max_m) * 4);
-      const size_t counter_bytes = cuda::gemm_counter_count(dev, max_m) * 4;
-      DeviceBuffer dcnt(counter_bytes);
-      REQUIRE(cudaMemset(dcnt.p, 0, std::max<size_t>(counter_bytes, 4)) == cudaSuccess);
-      REQUIRE(cudaMemcpy(dx.p, a.x.data(), a.x.size() * 4, cudaMemcpyHostToDevice) == cudaSuccess);
-      REQUIRE(cudaMemcpy(dq.p, a.xq.data(), a.xq.size(), cudaMemcpyHostToDevice) == cudaSuccess);
-      REQUIRE(cudaMemcpy(dd.p, a.xd.data(), a.xd.size() * 4, cudaMemcpyHostToDevice) == cudaSuccess);
-      for (tb_act_mode mode : {TB_ACT_F32, TB_ACT_I8}) {
-        const auto want = reference(mode, max_m, h.view, a);
-        for (const Variant& v : variants) {
-          GemmLaunch l;
-          l.mode = mode;
-          l.m = v.m;
-          l.x = static_cast<const float*>(dx.p);
-          l.xq = static_cast<const int8_t*>(dq.p);
-          l.xd = static_cast<const float*>(dd.p);
-          l.y = static_cast<float*>(dy.p);
-          l.partial = static_cast<float*>(dpart.p);
-          l.counters = static_cast<unsigned*>(dcnt.p);
-          v.set(l);
-          REQUIRE(cudaMemset(dy.p, 0xff, static_cast<size_t>(max_m * n) * 4) == cudaSuccess);
-          const Status st = cuda::launch_gemm(dev, l, stream);
-          REQUIRE_MESSAGE(st.ok(), v.name << ": " << st.to_string());
-          REQUIRE(cudaStreamSynchronize(stream) == cudaSuccess);
-          std::vector<float> got(static_cast<size_t>(v.m * n));
-          REQUIRE(cudaMemcpy(got.data(), dy.p, got.size() * 4, cudaMemcpyDeviceToHost) == cudaSuccess);
-          ++calls;
-          CHECK_MESSAGE(bit_diff(want.data(), got.data(), v.m * n).first == 0,
-                        v.name << ", " << std::string(prec_name(prec)) << " " << std::string(act_mode_name(mode))
-                               << " N=" << n << " K=" << k << " M=" << v.m << " (ng " << ng << ")");
-        }
-      }
-    }
-  }
-  cudaStreamDestroy(stream);
-  MESSAGE("launch variants: " << calls << " launches compared with the reference");
-}
 #endif
 
 }  // TEST_SUITE

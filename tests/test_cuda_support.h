@@ -127,4 +127,59 @@ inline std::pair<int64_t, int64_t> bit_diff(const float* a, const float* b, int6
   return {diffs, first};
 }
 
+// ---- the gemm tests' pieces (tests/test_cuda_gemm*.cpp) ----
+
+inline tb_weights_view strips_view(const HostStrips& h) {
+  tb_weights_view v{};
+  v.kind = TB_WEIGHTS_STRIPS;
+  v.strips = h.view;
+  return v;
+}
+
+struct Activations {
+  std::vector<float> x;     // (m, k)
+  std::vector<int8_t> xq;   // (m, kp)
+  std::vector<float> xd;    // (m, kp/32)
+};
+
+inline Activations make_activations(int64_t m, int64_t k, uint64_t seed) {
+  Activations a;
+  a.x = random_floats(static_cast<size_t>(m * k), seed);
+  const int64_t kp = pad32(k);
+  a.xq.resize(static_cast<size_t>(m * kp));
+  a.xd.resize(static_cast<size_t>(m * kp / 32));
+  ref::quantize_activations(m, k, a.x.data(), k, a.xq.data(), kp, a.xd.data(), kp / 32);
+  return a;
+}
+
+inline tb_gemm_args gemm_args(tb_act_mode mode, int64_t m, const tb_strips& w, Activations& a,
+                       float* y) {
+  tb_gemm_args g{};
+  g.mode = mode;
+  g.m = m;
+  g.x = a.x.data();
+  g.ldx = w.k;
+  g.xq = a.xq.data();
+  g.ldxq = w.kp;
+  g.xd = a.xd.data();
+  g.ldxd = w.kp / 32;
+  g.y = y;
+  g.ldy = w.n;
+  return g;
+}
+
+inline std::vector<float> reference(tb_act_mode mode, int64_t m, const tb_strips& w, const Activations& a) {
+  std::vector<float> y(static_cast<size_t>(m * w.n));
+  parallel_rows(m, [&](int64_t r0, int64_t r1) {
+    if (r1 <= r0) return;
+    if (mode == TB_ACT_F32) {
+      ref::gemm_f32(w, r1 - r0, a.x.data() + r0 * w.k, w.k, y.data() + r0 * w.n, w.n);
+    } else {
+      ref::gemm_i8(w, r1 - r0, a.xq.data() + r0 * w.kp, w.kp, a.xd.data() + r0 * (w.kp / 32),
+                   w.kp / 32, y.data() + r0 * w.n, w.n);
+    }
+  });
+  return y;
+}
+
 }  // namespace twinbit::cuda_test

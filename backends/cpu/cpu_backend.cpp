@@ -30,10 +30,7 @@ struct Context {
   Isa isa = Isa::kSse2;
   const KernelTable* k = nullptr;
   int threads = 1;
-  F32Decode f32_decode = F32Decode::kSpread;
-  I8Prefetch i8_prefetch = I8Prefetch::kSpread;
   int prefetch_bytes = 8192;
-  bool prefetch_l2 = true;
   std::unique_ptr<tbb::task_arena> arena;
   std::string device;
   std::string features;
@@ -185,10 +182,7 @@ tb_code gemm(void* c, void* handle, const tb_gemm_args* a, tb_error* err) {
   if (!s.ok()) return s.to_c(err);
   const tb_strips& w = b->view.strips;
   GemmParams p = gemm_params(w);
-  p.f32_decode = ctx.f32_decode;
-  p.i8_prefetch = ctx.i8_prefetch;
   p.prefetch_bytes = ctx.prefetch_bytes;
-  p.prefetch_l2 = ctx.prefetch_l2;
   p.y = a->y;
   p.ldy = a->ldy;
   PaddedRows padded;
@@ -296,9 +290,9 @@ tb_code read_floor(void* c, void* handle, int64_t m, tb_error* err) {
                    [&](const tbb::blocked_range<int64_t>& r) {
                      const int64_t n = r.end() - r.begin();
                      uint64_t v = ctx.k->read_bytes(p.codes + r.begin() * strip_bytes, n * strip_bytes,
-                                                    ctx.prefetch_bytes, ctx.prefetch_l2);
+                                                    ctx.prefetch_bytes);
                      v ^= ctx.k->read_bytes(reinterpret_cast<const uint8_t*>(p.scales + r.begin() * p.ngroups * 32),
-                                           n * p.ngroups * 64, ctx.prefetch_bytes, ctx.prefetch_l2);
+                                           n * p.ngroups * 64, ctx.prefetch_bytes);
                      sink.fetch_xor(v, std::memory_order_relaxed);
                    });
   static std::atomic<uint64_t> keep{0};
@@ -370,44 +364,7 @@ Status parse_prefetch_bytes(const char* v, const char* what, int* out) {
   return Status();
 }
 
-// One named value of a switch: "spread" -> F32Decode::kSpread.
-template <class T>
-struct Choice {
-  const char* name;
-  T value;
-};
-
-// `v` as one of `choices`, or INVALID_ARGUMENT "<what><v> is not <kind> (valid: a, b, c)".
-template <class T, size_t N>
-Status parse_choice(const char* v, const char* what, const char* kind, const Choice<T> (&choices)[N], T* out) {
-  std::string valid;
-  for (const Choice<T>& c : choices) {
-    if (std::strcmp(v, c.name) == 0) {
-      *out = c.value;
-      return Status();
-    }
-    valid += (valid.empty() ? "" : ", ") + std::string(c.name);
-  }
-  return Error(TB_INVALID_ARGUMENT, "%s%s is not %s (valid: %s)", what, v, kind, valid.c_str());
-}
-
-Status parse_prefetch_level(const char* v, const char* what, bool* l2) {
-  static constexpr Choice<bool> kLevels[] = {{"l1", false}, {"l2", true}};
-  return parse_choice(v, what, "a prefetch level", kLevels, l2);
-}
-
-Status parse_f32_decode(const char* v, const char* what, F32Decode* out) {
-  static constexpr Choice<F32Decode> kVariants[] = {
-      {"spread", F32Decode::kSpread}, {"tile", F32Decode::kTile}, {"spread_burst", F32Decode::kSpreadBurst}};
-  return parse_choice(v, what, "an F32 decode variant", kVariants, out);
-}
-
-Status parse_i8_prefetch(const char* v, const char* what, I8Prefetch* out) {
-  static constexpr Choice<I8Prefetch> kVariants[] = {{"spread", I8Prefetch::kSpread}, {"burst", I8Prefetch::kBurst}};
-  return parse_choice(v, what, "an I8 prefetch variant", kVariants, out);
-}
-
-// A measurement switch read from the environment at creation: `*out` keeps its default when the
+// A tuning switch read from the environment at creation: `*out` keeps its default when the
 // variable is unset or empty; a bad value is INVALID_ARGUMENT naming the variable.
 template <class T>
 Status switch_from_env(const char* var, Status (*parse)(const char*, const char*, T*), T* out) {
@@ -436,17 +393,6 @@ tb_code twinbit::cpu::set_prefetch_bytes(const tb_backend& backend, const char* 
   return set_switch(backend, bytes, "set_prefetch_bytes", parse_prefetch_bytes, &Context::prefetch_bytes, err);
 }
 
-tb_code twinbit::cpu::set_prefetch_level(const tb_backend& backend, const char* level, tb_error* err) {
-  return set_switch(backend, level, "set_prefetch_level", parse_prefetch_level, &Context::prefetch_l2, err);
-}
-
-tb_code twinbit::cpu::set_i8_prefetch(const tb_backend& backend, const char* name, tb_error* err) {
-  return set_switch(backend, name, "set_i8_prefetch", parse_i8_prefetch, &Context::i8_prefetch, err);
-}
-
-tb_code twinbit::cpu::set_f32_decode(const tb_backend& backend, const char* name, tb_error* err) {
-  return set_switch(backend, name, "set_f32_decode", parse_f32_decode, &Context::f32_decode, err);
-}
 
 extern "C" tb_code tb_backend_create_cpu(uint32_t host_abi_version, tb_backend* out,
                                          tb_error* err) {
@@ -459,25 +405,16 @@ extern "C" tb_code tb_backend_create_cpu(uint32_t host_abi_version, tb_backend* 
   Isa isa = Isa::kSse2;
   int threads = 1;
   if (s.ok()) s = choose_isa(&isa);
-  F32Decode f32_decode = F32Decode::kSpread;
-  I8Prefetch i8_prefetch = I8Prefetch::kSpread;
   int prefetch_bytes = 8192;
   if (s.ok()) s = choose_threads(&threads);
-  if (s.ok()) s = switch_from_env("TWINBIT_CPU_F32_DECODE", parse_f32_decode, &f32_decode);
-  if (s.ok()) s = switch_from_env("TWINBIT_CPU_I8_PREFETCH", parse_i8_prefetch, &i8_prefetch);
   if (s.ok()) s = switch_from_env("TWINBIT_CPU_PREFETCH_BYTES", parse_prefetch_bytes, &prefetch_bytes);
-  bool prefetch_l2 = true;
-  if (s.ok()) s = switch_from_env("TWINBIT_CPU_PREFETCH_LEVEL", parse_prefetch_level, &prefetch_l2);
   if (!s.ok()) return s.to_c(err);
   auto ctx = std::unique_ptr<Context>(new (std::nothrow) Context);
   if (!ctx) return Error(TB_RESOURCE_EXHAUSTED, "cpu backend: out of host memory").to_c(err);
   ctx->isa = isa;
   ctx->k = &kernel_table(isa);
   ctx->threads = threads;
-  ctx->f32_decode = f32_decode;
-  ctx->i8_prefetch = i8_prefetch;
   ctx->prefetch_bytes = prefetch_bytes;
-  ctx->prefetch_l2 = prefetch_l2;
   ctx->arena = std::make_unique<tbb::task_arena>(threads);
   ctx->device = cpu_model_name() + " (" + std::to_string(threads) + " threads, " +
                 isa_name(isa) + ")";

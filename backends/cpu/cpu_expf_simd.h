@@ -1,6 +1,6 @@
 // The xsimd twin of core/tb_expf.h's ScalarExpOps: tb_expf_generic<XsimdExpOps<I>> computes
 // tb_expf lane by lane with the same IEEE operations in the same order, hence the same bits
-// (checked over all 2^32 inputs per tag by tests/test_expf_simd_exhaustive.cpp).
+// (checked over all 2^32 inputs per tag by tests/test_expf_simd.cpp, suite slow_expf_simd).
 //
 // min/max are written as compare + select with the scalar version's operand order (a < b ? a : b)
 // so a NaN input is replaced by the bound exactly as the scalar code does; fma is fma_exact

@@ -29,21 +29,6 @@
 
 namespace twinbit::cpu {
 
-// How the F32 mode's row kernel (M <= 2 rows per strip) gets a tile's codes into column lanes on
-// the avx512vnni tag (other tags have one way). Both give the same bits; they differ in speed.
-//   kTile:   3-stage VBMI byte transpose stored to L1, then vpmovsxbd + vcvtdq2ps per 16 codes.
-//   kSpread: dword transpose (vpermt2d), then one zero-masked vpermb per 16 codes into the top
-//            byte of dword lanes (code * 2^24) and vcvtdq2ps, with the activation pre-scaled by
-//            2^-24 (see cpu_kernels_x86.hpp); the next tiles' prefetches issued a few lines per
-//            k step.
-//   kSpreadBurst: kSpread with each tile's prefetches issued all at once before it (as kTile).
-enum class F32Decode : uint8_t { kTile, kSpread, kSpreadBurst };
-
-// When the I8 mode issues a tile's software prefetches (kPrefetchTiles ahead) on the avx512vnni
-// tag: all 16 lines before the tile (kBurst) or a quarter after the loads and after each of the
-// three transpose stages (kSpread). Same bits.
-enum class I8Prefetch : uint8_t { kBurst, kSpread };
-
 // One gemm call as the kernels see it. Shapes in (dims) comments; all pointers are borrowed.
 struct GemmParams {
   tb_prec prec;
@@ -65,10 +50,8 @@ struct GemmParams {
                             // correction term; exact int32). May be null for non-VNNI tables.
   float* y;                 // (m, ldy) floats; columns n' < n written
   int64_t ldy;
-  F32Decode f32_decode = F32Decode::kSpread;
-  I8Prefetch i8_prefetch = I8Prefetch::kSpread;
-  int64_t prefetch_bytes = 8192;  // software prefetch distance in bytes of codes (0: none)
-  bool prefetch_l2 = true;        // prefetch into L2 only (T1), or into L1 (T0)
+  int64_t prefetch_bytes = 8192;  // software prefetch distance in bytes of codes (0: none); the
+                                  // lines go into L2 only (cpu_kernels_impl.hpp, prefetch_ahead)
 };
 
 struct KernelTable {
@@ -85,9 +68,10 @@ struct KernelTable {
   void (*gdn_delta)(const tb_gdn_args& a, int64_t head_begin, int64_t head_end);
   // out[i] = tb_expf(in[i]) for i < count.
   void (*expf)(const float* in, float* out, int64_t count);
-  // A pure read of bytes [0, count) (the floor a gemm is measured against): returns a value that
-  // depends on every byte, so the reads cannot be optimised away.
-  uint64_t (*read_bytes)(const uint8_t* bytes, int64_t count, int64_t prefetch_bytes, bool l2);
+  // A pure read of bytes [0, count) (the floor a gemm is measured against), with the kernels'
+  // software prefetch prefetch_bytes ahead: returns a value that depends on every byte, so the
+  // reads cannot be optimised away.
+  uint64_t (*read_bytes)(const uint8_t* bytes, int64_t count, int64_t prefetch_bytes);
   // Rows [row_begin, row_end) of the I8 activation quantiser, codes clamped to [-127, 127] as
   // the reference does; also writes xsum (m, ngroups_of(k)) when it is non-null (the VNNI
   // correction term).

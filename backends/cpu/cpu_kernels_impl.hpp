@@ -65,16 +65,13 @@ struct SliceAccumulator {
 // "ahead" runs on into the next strip): the kernels consume a tile per ~30-60 ns per thread,
 // faster than the hardware prefetchers ramp up on a fresh strip. Prefetches never fault, even
 // past the end. 0 turns them off. The distance is in bytes (the best distance measured about the
-// same for q8 and q4), and the lines go into L2 only (GemmParams::prefetch_l2): an L1 prefetch
-// holds one of the core's few L1 miss buffers for the whole DRAM round trip, an L2 prefetch does
-// not, so more lines are in flight (docs/results/cpu-2026-11-29.md run 6, interleaved: lm_head
-// I8 12.68 vs 14.19 ms, F32 15.89 vs 16.53 ms).
+// same for q8 and q4), and the lines go into L2 only (prefetch_line; the measurements:
+// docs/results/cpu-kernel-choices.md).
 inline int64_t prefetch_tiles(const GemmParams& p, int64_t tile_bytes) { return p.prefetch_bytes / tile_bytes; }
 inline void prefetch_ahead(const GemmParams& p, const uint8_t* tile, int64_t tile_bytes) {
   if (p.prefetch_bytes > 0) {
     const char* a = reinterpret_cast<const char*>(tile + prefetch_tiles(p, tile_bytes) * tile_bytes);
-    const bool l2 = p.prefetch_l2;
-    for (int64_t b = 0; b < tile_bytes; b += 64) prefetch_line(a + b, l2);
+    for (int64_t b = 0; b < tile_bytes; b += 64) prefetch_line(a + b);
   }
 }
 
@@ -129,10 +126,9 @@ void f32_groups_tile(const GemmParams& p, int64_t strip, int64_t g0, int gs, con
 // fma operands as real numbers (code * 2^24 times x * 2^-24), so the same bits. Returns false,
 // having done nothing, when some x * 2^-24 of these groups is not exact; the caller then takes
 // the tile path for them.
-// kSpreadPrefetch: the next tiles' software prefetches are issued a few at a time inside the k
-// loop instead of all 16 lines of a tile before it (see F32Decode::kSpread). kL2: into L2 only
-// (GemmParams::prefetch_l2; a template parameter so the k loop carries no branch).
-template <int NR, int GS, bool kSpreadPrefetch, bool kL2>
+// The next tiles' software prefetches are issued a few at a time inside the k loop, not all 16
+// lines of a tile before it (which measured slower: docs/results/cpu-kernel-choices.md).
+template <int NR, int GS>
 bool f32_groups_spread(const GemmParams& p, int64_t strip, int64_t g0, int gs, const float* const* xr,
                        SliceAccumulator<Isa::kAvx512vnni, NR>& acc) {
   using F = FBatch<Isa::kAvx512vnni>;
@@ -156,7 +152,6 @@ bool f32_groups_spread(const GemmParams& p, int64_t strip, int64_t g0, int gs, c
   alignas(64) float ws[GS][32];
   for (int j = 0; j < GS; ++j) {
     const int64_t tile = strip * p.ngroups + g0 + (j < gs ? j : 0);
-    if (!kSpreadPrefetch) prefetch_ahead(p, p.codes + tile * tb, tb);
     spread_tile_to_quads(p.codes + tile * tb, p.prec, st[j]);
     load_scales32<Isa::kAvx512vnni>(p.scales + tile * 32, ws[j]);
   }
@@ -167,12 +162,12 @@ bool f32_groups_spread(const GemmParams& p, int64_t strip, int64_t g0, int gs, c
   // The GS tiles prefetch_bytes ahead: GS * tb / 64 lines, tb / 256 per q step and group.
   const char* ahead = reinterpret_cast<const char*>(p.codes + (strip * p.ngroups + g0 + prefetch_tiles(p, tb)) * tb);
   const int64_t lines_per_q = tb / 512;  // per q step, per group: q8 2, q4 1 lines
-  const bool spread_prefetch = kSpreadPrefetch && p.prefetch_bytes > 0;  // hoisted out of the k loop
+  const bool spread_prefetch = p.prefetch_bytes > 0;  // hoisted out of the k loop
   for (int q = 0; q < 8; ++q) {  // k = 4q .. 4q+3: the same registers
     if (spread_prefetch) {
       for (int j = 0; j < GS; ++j) {
         for (int64_t l = 0; l < lines_per_q; ++l) {
-          _mm_prefetch(ahead + j * tb + (q * lines_per_q + l) * 64, kL2 ? _MM_HINT_T1 : _MM_HINT_T0);
+          _mm_prefetch(ahead + j * tb + (q * lines_per_q + l) * 64, _MM_HINT_T1);
         }
       }
     }
@@ -214,13 +209,7 @@ void gemm_f32_strip(const GemmParams& p, int64_t strip, int64_t row0) {
     const int gs = static_cast<int>(std::min<int64_t>(GS, p.ngroups - g0));
 #if defined(__AVX512VBMI__)
     if constexpr (I == Isa::kAvx512vnni && NR <= 2) {
-      if (p.f32_decode == F32Decode::kSpread) {
-        if (p.prefetch_l2 ? f32_groups_spread<NR, GS, true, true>(p, strip, g0, gs, xr, acc)
-                          : f32_groups_spread<NR, GS, true, false>(p, strip, g0, gs, xr, acc)) {
-          continue;
-        }
-      }
-      if (p.f32_decode == F32Decode::kSpreadBurst && f32_groups_spread<NR, GS, false, false>(p, strip, g0, gs, xr, acc)) continue;
+      if (f32_groups_spread<NR, GS>(p, strip, g0, gs, xr, acc)) continue;
     }
 #endif
     f32_groups_tile<I, NR, GS>(p, strip, g0, gs, xr, acc);
@@ -292,13 +281,13 @@ void gemm_i8_strip(const GemmParams& p, int64_t strip, int64_t row0) {
     sr[r] = p.xsum ? p.xsum + (row0 + r) * p.ngroups : nullptr;
   }
   // The spread prefetch exists on the avx512vnni tag (group_dots_vnni); elsewhere a burst.
-  const bool spread = p.i8_prefetch == I8Prefetch::kSpread && I == Isa::kAvx512vnni && p.prefetch_bytes > 0;
+  const bool spread = I == Isa::kAvx512vnni && p.prefetch_bytes > 0;
   for (int64_t g = 0; g < p.ngroups; ++g) {
     const int64_t tile = strip * p.ngroups + g;
     const uint8_t* t = p.codes + tile * tb;
     if (spread) {
       group_dots<I, NR>(t, p.prec, xr, sr, g, isum, reinterpret_cast<const char*>(t + prefetch_tiles(p, tb) * tb),
-                        static_cast<int>(tb / 64), p.prefetch_l2);
+                        static_cast<int>(tb / 64));
     } else {
       prefetch_ahead(p, t, tb);
       group_dots<I, NR>(t, p.prec, xr, sr, g, isum);
@@ -539,7 +528,7 @@ void quantize(int64_t k, const float* x, int64_t ldx, int8_t* xq, int64_t ldxq, 
 // The read floor: wide loads, xor-combined in four independent registers (no dependency chain
 // slower than the loads themselves).
 template <Isa I>
-uint64_t read_bytes(const uint8_t* bytes, int64_t count, int64_t prefetch_bytes, bool l2) {
+uint64_t read_bytes(const uint8_t* bytes, int64_t count, int64_t prefetch_bytes) {
   using U = xsimd::batch<uint64_t, Arch<I>>;
   constexpr int64_t B = static_cast<int64_t>(sizeof(U));
   U acc[4] = {U(uint64_t{0}), U(uint64_t{0}), U(uint64_t{0}), U(uint64_t{0})};
@@ -547,13 +536,13 @@ uint64_t read_bytes(const uint8_t* bytes, int64_t count, int64_t prefetch_bytes,
   constexpr int64_t E = B / 8;  // uint64 per batch
   int64_t i = 0;
   const int64_t words = count / 8;
-  // The kernels' software prefetch (distance and level), one line per 64 bytes read: the floor
+  // The kernels' software prefetch (same distance, into L2), one line per 64 bytes read: the floor
   // streams at least as well as the kernels do.
   const char* ahead = reinterpret_cast<const char*>(bytes) + prefetch_bytes;
   int64_t next_line = 0;
   for (; i + 4 * E <= words; i += 4 * E) {
     if (prefetch_bytes > 0) {
-      for (; next_line <= (i + 4 * E) * 8; next_line += 64) prefetch_line(ahead + next_line, l2);
+      for (; next_line <= (i + 4 * E) * 8; next_line += 64) prefetch_line(ahead + next_line);
     }
     for (int j = 0; j < 4; ++j) acc[j] = acc[j] ^ U::load_unaligned(p + i + j * E);
   }

@@ -15,14 +15,10 @@
 
 namespace twinbit::cpu::detail {
 
-// One software prefetch of the line at a: into L1 (T0), or into L2 only (T1; GemmParams::prefetch_l2).
-inline void prefetch_line(const char* a, bool l2) {
-  if (l2) {
-    _mm_prefetch(a, _MM_HINT_T1);
-  } else {
-    _mm_prefetch(a, _MM_HINT_T0);
-  }
-}
+// One software prefetch of the line at a, into L2 only (T1): an L1 prefetch would hold one of the
+// core's few L1 miss buffers for the whole DRAM round trip, an L2 prefetch does not, so more
+// lines are in flight (measured: docs/results/cpu-kernel-choices.md).
+inline void prefetch_line(const char* a) { _mm_prefetch(a, _MM_HINT_T1); }
 
 // ---- avx512vnni: VBMI byte transpose of a tile for the F32 mode ------------------------------
 // A q8 tile is 16 zmm registers, register r = columns 2r, 2r+1 (byte = (c & 1) * 32 + k). The
@@ -185,14 +181,15 @@ inline void dword_stage(const __m512i* in, __m512i* out, std::integer_sequence<i
 }
 
 // `ahead` (optional): a later tile of `lines` cache lines to prefetch, a quarter of them after the
-// loads and after each transpose stage (I8Prefetch::kSpread) instead of all before the tile.
+// loads and after each transpose stage, spread between the permutes instead of all before the
+// tile (which measured slower: docs/results/cpu-kernel-choices.md).
 template <int NR>
 inline void group_dots_vnni(const uint8_t* tile, tb_prec prec, const int8_t* const* xr,
                             const int32_t* const* xsum, int64_t g, int32_t (*isum)[32],
-                            const char* ahead = nullptr, int lines = 0, bool l2 = false) {
+                            const char* ahead = nullptr, int lines = 0) {
   const int quarter = lines / 4;
   auto prefetch_quarter = [&](int part) {
-    for (int l = part * quarter; l < (part + 1) * quarter; ++l) prefetch_line(ahead + 64 * l, l2);
+    for (int l = part * quarter; l < (part + 1) * quarter; ++l) prefetch_line(ahead + 64 * l);
   };
   __m512i a[16], b[16];
   int32_t bias = 8;
@@ -226,11 +223,11 @@ inline void group_dots_vnni(const uint8_t* tile, tb_prec prec, const int8_t* con
     _mm512_store_si512(isum[r] + 16, _mm512_sub_epi32(acc[1], correction));
   }
 }
-// ---- avx512vnni: the spread decode of the F32 mode (GemmParams::f32_decode == kSpread) -------
-// Measured on this CPU family (Sapphire/Emerald Rapids, 2.5 GHz, one core): vpermt2b zmm issues
-// ~0.6 per cycle (several uops, one of them on the FMA port 0), while vpermt2d and the one-source
-// vpermb issue ~1.3 per cycle. The tile path above spends 48 vpermt2b per tile (~144 uops: more
-// than its 64 fma) plus a vpmovsxbd + vcvtdq2ps per 16 codes. The spread path instead
+// ---- avx512vnni: the spread decode of the F32 mode (rows <= 2 per strip) ----------------------
+// On this CPU family the two-source byte permute vpermt2b issues at about half the rate of
+// vpermt2d and of the one-source vpermb (several uops, one of them on FMA port 0; the measured
+// rates: docs/results/cpu-kernel-choices.md). The tile path above spends 48 vpermt2b per tile
+// (more uops than its 64 fma) plus a vpmovsxbd + vcvtdq2ps per 16 codes. The spread path instead
 //   1. transposes the tile at dword granularity exactly like the I8 path (48 vpermt2d): register
 //      h * 8 + q, lane j = the 4 codes k = 4q .. 4q+3 of column 16 h + j;
 //   2. per k = 4q + b moves byte b of every lane to the lane's top byte and zeroes the rest (one
@@ -323,17 +320,16 @@ inline void transpose_tile(const uint8_t* tile, tb_prec prec, int8_t* wt) {
 template <Isa I, int NR>
 inline void group_dots(const uint8_t* tile, tb_prec prec, const int8_t* const* xr,
                        const int32_t* const* xsum, int64_t g, int32_t (*isum)[32],
-                       const char* ahead = nullptr, int lines = 0, bool l2 = false) {
+                       const char* ahead = nullptr, int lines = 0) {
 #if defined(__AVX512VBMI__)
   if constexpr (I == Isa::kAvx512vnni) {
-    group_dots_vnni<NR>(tile, prec, xr, xsum, g, isum, ahead, lines, l2);
+    group_dots_vnni<NR>(tile, prec, xr, xsum, g, isum, ahead, lines);
     return;
   }
 #endif
   (void)xsum;
   (void)ahead;
   (void)lines;
-  (void)l2;
   alignas(64) int8_t unpacked[32 * 32];
   const int8_t* cm = reinterpret_cast<const int8_t*>(tile);  // (32 columns, 32 k)
   if (prec == TB_PREC_Q4) {

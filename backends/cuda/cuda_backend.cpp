@@ -108,7 +108,7 @@ struct GraphKey {
   uint64_t bind_id;
   int64_t m;
   int mode;
-  int variant;  // cluster fold, direct output (switches of the benchmark)
+  int variant;  // direct output, decode path (switches of the benchmark)
   bool operator<(const GraphKey& o) const {
     return std::tie(bind_id, m, mode, variant) < std::tie(o.bind_id, o.m, o.mode, o.variant);
   }
@@ -154,7 +154,6 @@ struct Ctx {
 
   std::atomic<uint64_t> next_bind_id{1};
   std::atomic<bool> use_graphs{true};
-  std::atomic<bool> cluster_fold{false};  // measured slower (GemmLaunch::cluster_fold)
   std::atomic<int> decode_path{static_cast<int>(DecodePath::kAuto)};
   std::atomic<bool> direct_output{true};
   std::atomic<int> gdn_variant{0};
@@ -344,7 +343,6 @@ void weights_release(void*, void* handle) { delete static_cast<Bound*>(handle); 
 struct GemmPlan {
   int64_t m = 0, rows_per_launch = 0;
   size_t in_bytes = 0, out_bytes = 0, x_off_xd = 0;
-  bool cluster_fold = true;
   DecodePath decode = DecodePath::kAuto;
   float* direct_y = nullptr;  // device view of the pinned output staging, or null: copy back
 };
@@ -364,7 +362,6 @@ Status enqueue_gemm(Lane& l, const DeviceStrips& w, tb_act_mode mode, const Gemm
              r0 * (w.kp / 32);
     }
     a.y = (p.direct_y ? p.direct_y : static_cast<float*>(l.d_out.p)) + r0 * w.n;
-    a.cluster_fold = p.cluster_fold;
     a.decode = p.decode;
     a.partial = static_cast<float*>(l.d_partial.p);
     a.counters = static_cast<unsigned*>(l.d_counters.p);
@@ -378,7 +375,7 @@ Status enqueue_gemm(Lane& l, const DeviceStrips& w, tb_act_mode mode, const Gemm
 
 Status run_gemm_graph(Lane& l, const Bound& b, tb_act_mode mode, const GemmPlan& p) {
   const GraphKey key{b.id, p.m, static_cast<int>(mode),
-                     (p.cluster_fold ? 1 : 0) | (p.direct_y ? 2 : 0) | (static_cast<int>(p.decode) << 2)};
+                     (p.direct_y ? 1 : 0) | (static_cast<int>(p.decode) << 1)};
   auto it = l.graphs.find(key);
   if (it == l.graphs.end()) {
     if (l.graphs.size() >= kMaxGraphsPerLane) l.drop_graphs();
@@ -440,7 +437,6 @@ Status gemm_impl(Ctx& c, const Bound& b, const tb_gemm_args& a) {
     moved = true;
   }
   if (moved) l.drop_graphs();
-  p.cluster_fold = c.cluster_fold.load(std::memory_order_relaxed);
   p.decode = static_cast<DecodePath>(c.decode_path.load(std::memory_order_relaxed));
   if (c.direct_output.load(std::memory_order_relaxed) && p.out_bytes <= kMaxDirectOutputBytes) {
     if (l.h_out_mapped_of != l.h_out.p) {  // pinned memory is mapped: its device address, once
@@ -631,12 +627,6 @@ Status device_strips(const tb_backend& b, void* handle, DeviceStrips* out) {
 Status set_use_graphs(const tb_backend& b, bool on) {
   if (!is_cuda_backend(b)) return not_cuda();
   ctx_of(b.ctx).use_graphs.store(on);
-  return Status();
-}
-
-Status set_cluster_fold(const tb_backend& b, bool on) {
-  if (!is_cuda_backend(b)) return not_cuda();
-  ctx_of(b.ctx).cluster_fold.store(on);
   return Status();
 }
 

@@ -30,9 +30,6 @@ Status device_strips(const tb_backend& b, void* handle, DeviceStrips* out);
 // gemm offload through one captured CUDA graph per (bound strips, M, mode) (default on), or
 // through separate async calls.
 Status set_use_graphs(const tb_backend& b, bool on);
-// gemm decode of small shapes: the cluster / shared-memory fold, or the global partials +
-// last-block fold (the default; GemmLaunch::cluster_fold).
-Status set_cluster_fold(const tb_backend& b, bool on);
 // gemm decode (M = 1, nsplit > 1): which kernel runs it (DecodePath; kAuto by default).
 Status set_decode_path(const tb_backend& b, DecodePath path);
 // gemm offload: outputs up to 64 KiB written by the kernel into the pinned host staging (default

@@ -28,9 +28,10 @@
 //     flight at once: q/o, k/v, qkv) runs ONE BLOCK PER STRIP: its up to 16 warps take contiguous
 //     slice ranges, keep 4 tiles in flight each, read the activations as global broadcasts, leave
 //     the slice partials in shared memory, and after one barrier warp 0 folds them in ascending z.
-//   - Measured alternatives stay behind GemmLaunch switches for the benchmark (merged slices,
-//     prefetch depth 2, I2F conversion, rows inside the k loop, the cluster fold: a thread-block
-//     CLUSTER per 1, 2 or 4 strips folding through distributed shared memory, slower on the H200).
+//   - Which of these schedules runs is the plan's choice per shape (gemm_plan.h; the measurements
+//     behind each rule: docs/results/cuda-kernel-choices.md). The library compiles only the
+//     kernels the plan can choose; the measured-slower alternatives are benchmark code
+//     (bench/cuda/gemm_variants.h), bit-tested there.
 //
 // PRECONDITIONS (checked on the host by launch_gemm before every launch; a failed check is a
 // status, never a silent in-kernel guard): K % 32 == 0; the grid covers every (strip, slice,
@@ -65,16 +66,7 @@ enum class DecodePath {
   kStripBlocks = 2,  // a block per strip: slices over its warps, shared-memory fold
 };
 
-// A measured choice: automatic (the launch decides), or forced.
-enum class Toggle { kAuto = 0, kOff = 1, kOn = 2 };
-
-// How codes become floats in mode F32 (a measurement switch; both give the same bits).
-enum class CodeConvert { kBytePermute = 0, kI2F = 1 };
-
-// One gemm on device buffers. Past the buffers, every field is a schedule switch with an
-// automatic default (each default chosen by an interleaved measurement on the H200:
-// docs/results/cuda-2026-11-29*.md); every setting gives the contract's bits except
-// nsplit_override.
+// One gemm on device buffers, with the plan's schedule (gemm_plan.h).
 struct GemmLaunch {
   tb_act_mode mode = TB_ACT_F32;
   int64_t m = 0;                 // rows
@@ -85,32 +77,8 @@ struct GemmLaunch {
   float* partial = nullptr;      // workspace: gemm_partial_floats() floats
   unsigned* counters = nullptr;  // workspace: gemm_counter_count() zeroed counters
 
-  CodeConvert convert = CodeConvert::kBytePermute;
-
-  // Decode (M = 1).
-  DecodePath decode = DecodePath::kAuto;
-  Toggle packed_decode = Toggle::kAuto;  // slice blocks, one slice per block, depth 1: the kernel
-                                         // held to 40 registers (12 blocks per SM)
-  bool merge_slices = false;     // slice blocks: a block runs several slices when that fills one
-                                 // wave (slower than one slice per block, packed)
-  int prefetch = 0;              // slice blocks: weight tiles in flight ahead per warp, 0 = 1
-                                 // (automatic), 1 or 2
-  bool cluster_fold = false;     // a thread-block cluster per 1-4 strips folding through
-                                 // distributed shared memory where the shape fits (slower)
-
-  // Prefill (M > 1); automatic choices in plan_prefill (gemm_kernels.cu).
-  int row_tile = 0;              // rows per block: 0 = automatic (16 past 64 Ki columns, else 8),
-                                 // 8 or 16 forces one
-  int cols_per_lane = 0;         // strips per warp: 0 = automatic (2 on large grids), 1 or 2
-  Toggle packed_prefill = Toggle::kAuto;  // two strips per warp held to 168 registers, 3 blocks
-                                          // per SM (the compiler's free choice can land at 2)
-  Toggle all_slices = Toggle::kAuto;  // a block runs every slice of its strips and row tile in
-                                      // ascending z and folds in registers (no partials)
-  Toggle rows_inner = Toggle::kAuto;  // one strip per warp, mode F32: rows inside the k loop (the
-                                      // MT fma chains advance together); kOff: one row after another
-
-  int64_t nsplit_override = 0;   // MEASUREMENT ONLY (other bits than the contract): 0 = split_plan;
-                                 // 1 .. split_plan(N, K) runs that many slices instead
+  DecodePath decode = DecodePath::kAuto;  // decode (M = 1): the plan's choice, or a forced one
+                                          // (both kernels are the product's; same bits)
 };
 
 // Most rows one launch takes (row tiles index the grid; callers loop over larger M).

@@ -1,4 +1,5 @@
-// twinbit-bench --backend cpu: the CPU backend on the Qwen3-VL-2B projections (ANCHORS.md),
+// twinbit-bench --backend cpu: the CPU backend on the Qwen3-VL-2B projections (kShapes; results:
+// docs/results/cpu-2026-11-29.md),
 // per case: the median time of one gemm call with cold weights (rotating over copies past
 // 1 GiB), effective GB/s over the weight bytes, the floor measured in the same run (a pure read
 // of the same bytes with the same threads and partition - the backend's read_floor - and, for
@@ -145,13 +146,10 @@ Result<double> median_us(int64_t copies, int samples, const Call& call) {
   return per_call[per_call.size() / 2];
 }
 
-// Kernel variants of one switch (cpu_backend.h: set_f32_decode, set_i8_prefetch) measured in one
-// process, interleaved: each sample is a rotation with each variant in turn, so all see the same
-// machine state. The lists end on the default, which stays set afterwards.
-constexpr const char* kDecodeNames[3] = {"tile", "spread_burst", "spread"};
-constexpr const char* kI8PrefetchNames[2] = {"burst", "spread"};
+// Settings of one tuning switch (cpu_backend.h: set_prefetch_bytes) measured in one process,
+// interleaved: each sample is a rotation with each setting in turn, so all see the same machine
+// state. The list ends on the default, which stays set afterwards.
 constexpr const char* kPrefetchDistances[5] = {"0", "2048", "4096", "16384", "8192"};
-constexpr const char* kPrefetchLevels[2] = {"l1", "l2"};
 using VariantSetter = tb_code (*)(const tb_backend&, const char*, tb_error*);
 template <int N, class Call>
 Status ab_variants_us(const Backend& be, VariantSetter set, const char* const (&names)[N], int64_t copies,
@@ -276,19 +274,8 @@ Status run_cpu(const Options& opt, std::vector<Case>& out) {
         for (tb_act_mode mode : {TB_ACT_F32, TB_ACT_I8}) {
           const tb_gemm_args a{mode, m, x.data(), sh.k, xq.data(), kp, xd.data(), ng, y.data(), sh.n};
           const auto gemm = [&](int64_t c) { return be->gemm(pool->bound[c], a); };
-          double ab_us[3] = {-1, -1, -1};  // kDecodeNames order
-          double ab_i8_us[2] = {-1, -1};   // kI8PrefetchNames order
-          Result<double> t = -1.0;
           const bool vnni = std::string(info.device).find("avx512vnni") != std::string::npos;
-          if (mode == TB_ACT_F32 && m <= 2 && vnni) {
-            TB_RETURN_IF_ERROR(ab_variants_us(be.value(), cpu::set_f32_decode, kDecodeNames, copies, samples, gemm, ab_us));
-            t = ab_us[2];
-          } else if (mode == TB_ACT_I8 && m == 1 && vnni) {
-            TB_RETURN_IF_ERROR(ab_variants_us(be.value(), cpu::set_i8_prefetch, kI8PrefetchNames, copies, samples, gemm, ab_i8_us));
-            t = ab_i8_us[1];
-          } else {
-            t = median_us(copies, samples, gemm);
-          }
+          Result<double> t = median_us(copies, samples, gemm);
           if (!t.ok()) return t.status();
           Case cs;
           cs.shape = sh.name;
@@ -316,20 +303,6 @@ Status run_cpu(const Options& opt, std::vector<Case>& out) {
             cs.note = note;
           }
           cs.ratio = cs.us / cs.floor_us;
-          if (ab_us[0] > 0) {
-            char note[200];
-            std::snprintf(note, sizeof note, "%s; decode=spread; interleaved: tile %.1f us (%.2fx), spread_burst %.1f us (%.2fx)",
-                          cs.note.c_str(), ab_us[0], ab_us[0] / cs.floor_us, ab_us[1], ab_us[1] / cs.floor_us);
-            cs.note = note;
-          }
-          if (m == 1 && vnni) {  // the software prefetch level, default l2
-            double lvl_us[2] = {-1, -1};
-            TB_RETURN_IF_ERROR(ab_variants_us(be.value(), cpu::set_prefetch_level, kPrefetchLevels, copies,
-                                              samples, gemm, lvl_us));
-            char note[240];
-            std::snprintf(note, sizeof note, "%s; prefetch into L1 %.1f us", cs.note.c_str(), lvl_us[0]);
-            cs.note = note;
-          }
           if (m == 1 && vnni) {  // the software prefetch distance, default 8 KiB
             double dist_us[5] = {-1, -1, -1, -1, -1};
             TB_RETURN_IF_ERROR(ab_variants_us(be.value(), cpu::set_prefetch_bytes, kPrefetchDistances, copies,
@@ -337,12 +310,6 @@ Status run_cpu(const Options& opt, std::vector<Case>& out) {
             char note[240];
             std::snprintf(note, sizeof note, "%s; prefetch distance none / 2 / 4 / 8 / 16 KiB: %.1f / %.1f / %.1f / %.1f / %.1f us",
                           cs.note.c_str(), dist_us[0], dist_us[1], dist_us[2], dist_us[4], dist_us[3]);
-            cs.note = note;
-          }
-          if (ab_i8_us[0] > 0) {
-            char note[200];
-            std::snprintf(note, sizeof note, "%s; prefetch=spread; interleaved: burst %.1f us (%.2fx)",
-                          cs.note.c_str(), ab_i8_us[0], ab_i8_us[0] / cs.floor_us);
             cs.note = note;
           }
           cs.peer_us = peer[mi];

@@ -20,6 +20,7 @@
 #include "backends/cuda/cuda_backend.h"
 #include "backends/cuda/cuda_status.h"
 #include "bench/bench.h"
+#include "bench/cuda/gemm_variants.h"
 #include "bench/cuda/source_mapping.h"
 #include "core/numerics.h"
 #include "core/reference.h"
@@ -380,33 +381,30 @@ Status run_cuda(const Options& opt, std::vector<Case>& out) {
         TB_CUDA_TRY(cudaMemcpy(dq.p, hq.data(), hq.size(), cudaMemcpyHostToDevice));
         TB_CUDA_TRY(cudaMemcpy(dd.p, hd.data(), hd.size() * 4, cudaMemcpyHostToDevice));
         for (tb_act_mode mode : {TB_ACT_F32, TB_ACT_I8}) {
-          // The default launch first, then the measured alternatives, all timed interleaved.
+          // The default launch first (the product's plan, launch_gemm), then the alternatives
+          // (gemm_variants.h), all timed interleaved.
           struct KernelVariant {
             std::string name;
-            std::function<void(cuda::GemmLaunch&)> set;
+            GemmVariant v;
+            cuda::DecodePath decode = cuda::DecodePath::kAuto;
           };
-          std::vector<KernelVariant> vs = {{"", [](cuda::GemmLaunch&) {}}};
-          if (mode == TB_ACT_F32 && prec == TB_PREC_Q8 && (m == 1 || sh.n == 151936)) {
-            vs.push_back({"i2f", [](cuda::GemmLaunch& a) { a.convert = cuda::CodeConvert::kI2F; }});
-          }
+          std::vector<KernelVariant> vs = {{"", {}}};
+          const auto add = [&vs](const char* name, const std::function<void(GemmVariant&)>& set,
+                                 cuda::DecodePath decode = cuda::DecodePath::kAuto) {
+            KernelVariant kv{name, {}, decode};
+            set(kv.v);
+            vs.push_back(kv);
+          };
+          constexpr cuda::DecodePath kSlice = cuda::DecodePath::kSliceBlocks;
           if (m == 1) {
-            // The decode kernels: strip blocks, slice blocks (merged or one slice per block, at
-            // both prefetch depths), the cluster fold.
-            vs.push_back({"stripblocks", [](cuda::GemmLaunch& a) { a.decode = cuda::DecodePath::kStripBlocks; }});
-            vs.push_back({"sliceblocks", [](cuda::GemmLaunch& a) { a.decode = cuda::DecodePath::kSliceBlocks; }});
-            vs.push_back({"sliceblocks_unpacked", [](cuda::GemmLaunch& a) {
-                            a.decode = cuda::DecodePath::kSliceBlocks;
-                            a.packed_decode = cuda::Toggle::kOff;
-                          }});
-            vs.push_back({"sliceblocks_prefetch2", [](cuda::GemmLaunch& a) {
-                            a.decode = cuda::DecodePath::kSliceBlocks;
-                            a.prefetch = 2;
-                          }});
-            vs.push_back({"sliceblocks_merged", [](cuda::GemmLaunch& a) {
-                            a.decode = cuda::DecodePath::kSliceBlocks;
-                            a.merge_slices = true;
-                          }});
-            vs.push_back({"clusterfold", [](cuda::GemmLaunch& a) { a.cluster_fold = true; }});
+            // The decode kernels: strip blocks, slice blocks (packed, unpacked, depth 2, merged),
+            // and I2F conversion (q8 F32, slice blocks).
+            add("stripblocks", [](GemmVariant&) {}, cuda::DecodePath::kStripBlocks);
+            add("sliceblocks", [](GemmVariant&) {}, kSlice);
+            add("sliceblocks_unpacked", [](GemmVariant& v) { v.unpacked = true; }, kSlice);
+            add("sliceblocks_prefetch2", [](GemmVariant& v) { v.depth = 2; }, kSlice);
+            add("sliceblocks_merged", [](GemmVariant& v) { v.merged = true; }, kSlice);
+            if (mode == TB_ACT_F32 && prec == TB_PREC_Q8) add("sliceblocks_i2f", [](GemmVariant& v) { v.i2f = true; }, kSlice);
           }
           // Candidate split rules with longer slices, at least G groups (other bits than the
           // contract: timing only): nsplit = min(split_plan, max(1, ngroups / G)).
@@ -414,37 +412,36 @@ Status run_cuda(const Options& opt, std::vector<Case>& out) {
           for (int64_t g : {8, 16}) {
             const int64_t cand = std::min<int64_t>(contract, std::max<int64_t>(1, sh.k / 32 / g));
             if (cand == contract) continue;
-            vs.push_back({Format("minslice%lld_nsplit%lld", static_cast<long long>(g), static_cast<long long>(cand)),
-                          [cand](cuda::GemmLaunch& a) { a.nsplit_override = cand; }});
+            add(Format("minslice%lld_nsplit%lld", static_cast<long long>(g), static_cast<long long>(cand)).c_str(),
+                [cand](GemmVariant& v) { v.nsplit = cand; });
           }
           if (m > 1) {  // prefill: slices per block, strips per warp, loop order
-            vs.push_back({"allslices", [](cuda::GemmLaunch& a) { a.all_slices = cuda::Toggle::kOn; }});
-            vs.push_back({"oneslice", [](cuda::GemmLaunch& a) { a.all_slices = cuda::Toggle::kOff; }});
-            vs.push_back({"onecol", [](cuda::GemmLaunch& a) { a.cols_per_lane = 1; }});
-            vs.push_back({"onecol_allslices_on", [](cuda::GemmLaunch& a) {
-                            a.cols_per_lane = 1;
-                            a.all_slices = cuda::Toggle::kOn;
-                          }});
-            vs.push_back({"twocols", [](cuda::GemmLaunch& a) { a.cols_per_lane = 2; }});
-            vs.push_back({"twocols_unpacked", [](cuda::GemmLaunch& a) {
-                            a.cols_per_lane = 2;
-                            a.packed_prefill = cuda::Toggle::kOff;
-                          }});
+            using cuda::Toggle;
+            add("allslices", [](GemmVariant& v) { v.force.all_slices = Toggle::kOn; });
+            add("oneslice", [](GemmVariant& v) { v.force.all_slices = Toggle::kOff; });
+            add("onecol", [](GemmVariant& v) { v.force.cols = 1; });
+            add("onecol_allslices_on", [](GemmVariant& v) {
+              v.force.cols = 1;
+              v.force.all_slices = Toggle::kOn;
+            });
+            add("twocols", [](GemmVariant& v) { v.force.cols = 2; });
+            add("twocols_unpacked", [](GemmVariant& v) {
+              v.force.cols = 2;
+              v.unpacked = true;
+            });
             if (mode == TB_ACT_F32) {
-              vs.push_back({"onecol_rowsouter", [](cuda::GemmLaunch& a) {
-                              a.cols_per_lane = 1;
-                              a.rows_inner = cuda::Toggle::kOff;
-                            }});
-              vs.push_back({"onecol_rowsinner", [](cuda::GemmLaunch& a) {
-                              a.cols_per_lane = 1;
-                              a.rows_inner = cuda::Toggle::kOn;
-                            }});
+              add("onecol_rowsouter", [](GemmVariant& v) {
+                v.force.cols = 1;
+                v.force.rows_inner = Toggle::kOff;
+              });
+              add("onecol_rowsinner", [](GemmVariant& v) {
+                v.force.cols = 1;
+                v.force.rows_inner = Toggle::kOn;
+              });
             }
           }
           if (m >= 16 && prec == TB_PREC_Q8) {  // both row tiles against the default choice
-            for (int rt : {8, 16}) {
-              vs.push_back({Format("rowtile%d", rt), [rt](cuda::GemmLaunch& a) { a.row_tile = rt; }});
-            }
+            for (int rt : {8, 16}) add(Format("rowtile%d", rt).c_str(), [rt](GemmVariant& v) { v.force.row_tile = rt; });
           }
           const auto base_launch = [&] {  // the default launch on this case's buffers
             cuda::GemmLaunch a;
@@ -459,9 +456,10 @@ Status run_cuda(const Options& opt, std::vector<Case>& out) {
             return a;
           };
           auto times = time_events_interleaved(s, 3, reps, static_cast<int>(vs.size()), [&](int v, int j) {
+            if (v == 0) return cuda::launch_gemm(devs[j % copies], base_launch(), s);
             cuda::GemmLaunch a = base_launch();
-            vs[v].set(a);
-            return cuda::launch_gemm(devs[j % copies], a, s);
+            a.decode = vs[v].decode;
+            return launch_gemm_variant(devs[j % copies], a, vs[v].v, s);
           });
           if (!times.ok()) return times.status();
           Case c;
@@ -498,17 +496,16 @@ Status run_cuda(const Options& opt, std::vector<Case>& out) {
             g.ldy = sh.n;
             const int rt_reps = opt.quick ? 50 : 500;
             // Variants in one process, switched at run time: graph + output written into pinned
-            // memory (the default), graph + device-to-host copy, separate async calls, and the
-            // cluster fold.
-            struct Variant { const char* name; bool graphs, direct, cluster; cuda::DecodePath path; };
-            const Variant variants[] = {{"graph", true, true, false, cuda::DecodePath::kAuto},
-                                        {"graph_copyback", true, false, false, cuda::DecodePath::kAuto},
-                                        {"stream", false, true, false, cuda::DecodePath::kAuto},
-                                        {"graph_sliceblocks", true, true, false, cuda::DecodePath::kSliceBlocks}};
+            // memory (the default), graph + device-to-host copy, separate async calls, and slice
+            // blocks forced at decode.
+            struct Variant { const char* name; bool graphs, direct; cuda::DecodePath path; };
+            const Variant variants[] = {{"graph", true, true, cuda::DecodePath::kAuto},
+                                        {"graph_copyback", true, false, cuda::DecodePath::kAuto},
+                                        {"stream", false, true, cuda::DecodePath::kAuto},
+                                        {"graph_sliceblocks", true, true, cuda::DecodePath::kSliceBlocks}};
             for (const Variant& v : variants) {
               TB_RETURN_IF_ERROR(cuda::set_use_graphs(cuda.raw(), v.graphs));
               TB_RETURN_IF_ERROR(cuda::set_direct_output(cuda.raw(), v.direct));
-              TB_RETURN_IF_ERROR(cuda::set_cluster_fold(cuda.raw(), v.cluster));
               TB_RETURN_IF_ERROR(cuda::set_decode_path(cuda.raw(), v.path));
               auto rt = time_host(20, rt_reps, [&] { return cuda.gemm(*bound, g); });
               if (!rt.ok()) return rt.status();
@@ -516,7 +513,6 @@ Status run_cuda(const Options& opt, std::vector<Case>& out) {
             }
             TB_RETURN_IF_ERROR(cuda::set_use_graphs(cuda.raw(), true));
             TB_RETURN_IF_ERROR(cuda::set_direct_output(cuda.raw(), true));
-            TB_RETURN_IF_ERROR(cuda::set_cluster_fold(cuda.raw(), false));
             TB_RETURN_IF_ERROR(cuda::set_decode_path(cuda.raw(), cuda::DecodePath::kAuto));
             c.note += Format("bind=%.1fms ", br.seconds * 1e3);
           }

@@ -1,0 +1,174 @@
+// The decode kernels of the CUDA gemm (M = 1; gemm_kernels.h, MAPPING): one block per strip
+// (the small projections), and the slice-block kernel held to 40 registers (everything else).
+// Which one runs is the plan's choice (gemm_plan.cu).
+#include <algorithm>
+#include <climits>
+#include <cstdint>
+
+#include "backends/cuda/cuda_status.h"
+#include "backends/cuda/gemm_internal.h"
+#include "backends/cuda/gemm_lanes.cuh"
+#include "backends/cuda/gemm_slice_kernel.cuh"
+#include "core/numerics.h"
+
+namespace twinbit::cuda::detail {
+namespace {
+
+// The parameters of the one-row decode kernel that owns a strip's slices (strip blocks).
+struct DecodeParams {
+  const uint8_t* codes;     // as Params
+  const uint16_t* scales;   // as Params
+  const float* x;           // F32: (kp)
+  const int8_t* xq;         // I8: (kp)
+  const float* xd;          // I8: (ngroups)
+  float* y;                 // (n)
+  int n, ngroups, nsplit;
+  // split_plan's remainder rule in 32 bits, divided once on the host (a 64-bit division is a
+  // long subroutine on the GPU): warp j of a strip's Q runs slices [j * wbase + min(j, wrem), ...),
+  // slice z starts at group z * gbase + min(z, grem).
+  int wbase, wrem;          // nsplit / Q, nsplit % Q
+  int gbase, grem;          // ngroups / nsplit, ngroups % nsplit
+};
+
+DecodeParams decode_params(const DeviceStrips& w, const GemmLaunch& a, int64_t nsplit, int64_t q) {
+  DecodeParams p{};
+  p.codes = w.codes;
+  p.scales = w.scales;
+  p.x = a.x;
+  p.xq = a.xq;
+  p.xd = a.xd;
+  p.y = a.y;
+  p.n = static_cast<int>(w.n);
+  p.ngroups = static_cast<int>(w.kp / 32);
+  p.nsplit = static_cast<int>(nsplit);
+  p.wbase = static_cast<int>(nsplit / q);
+  p.wrem = static_cast<int>(nsplit % q);
+  p.gbase = static_cast<int>(w.kp / 32 / nsplit);
+  p.grem = static_cast<int>(w.kp / 32 % nsplit);
+  return p;
+}
+
+// ---- decode: one block per strip, its slices spread over the block's warps ----
+
+constexpr int kStripMaxWarps = 16;     // warps per block of the strip kernel (512 threads)
+constexpr int kStripFoldBatch = 16;    // shared-memory partial reads in flight per folding lane
+
+using StripParams = DecodeParams;
+
+// Block = one strip (32 columns), Q warps; warp j runs a contiguous range of the strip's slices
+// with kStripDepth tiles in flight, reading the activations straight from global memory (one
+// broadcast per load; L1 keeps them), and leaves each slice's partial in shared memory. After one
+// block barrier warp 0 folds the nsplit partials in ascending z. No global partials, fence or
+// counter: the critical path is the warp's DRAM round trips plus one barrier.
+template <tb_prec P, tb_act_mode A>
+__global__ void __launch_bounds__(kStripMaxWarps * 32) gemm_strip_kernel(const StripParams p) {
+  extern __shared__ float part[];  // (nsplit, 32 lanes)
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int zb = warp * p.wbase + min(warp, p.wrem);
+  const int ze = zb + p.wbase + (warp < p.wrem ? 1 : 0);
+  const int gb = zb * p.gbase + min(zb, p.grem);
+  const int ge = ze * p.gbase + min(ze, p.grem);
+  const TileCursor tc = tile_cursor<P>(p.codes, p.scales, static_cast<int64_t>(blockIdx.x) * p.ngroups, lane);
+  Tile ring[kStripDepth];
+#pragma unroll
+  for (int i = 0; i < kStripDepth; ++i) {
+    if (gb + i < ge) ring[i] = load_tile_at<P>(tc, gb + i);
+  }
+  float a = 0.0f;
+  int z = zb;
+  int z_end = (z + 1) * p.gbase + min(z + 1, p.grem);  // group where slice z ends
+#pragma unroll 1
+  for (int g0 = gb; g0 < ge; g0 += kStripDepth) {
+#pragma unroll
+    for (int i = 0; i < kStripDepth; ++i) {
+      const int g = g0 + i;
+      if (g < ge) {
+        const Tile cur = ring[i];
+        if (g + kStripDepth < ge) ring[i] = load_tile_at<P>(tc, g + kStripDepth);
+        const float ws = scale_to_float(cur.scale);
+        if constexpr (A == TB_ACT_F32) {
+          const float4* xr = reinterpret_cast<const float4*>(p.x) + g * 8;
+          a = __fmaf_rn(group_dot_streamed<P, false>(cur, xr, 0.0f), ws, a);  // ascending g
+        } else {
+          int w[8];
+          codes_to_i8x4<P>(cur, w);
+          const int isum = group_dot_i8(w, reinterpret_cast<const int4*>(p.xq) + g * 2);
+          a = __fmaf_rn(__int2float_rn(isum), __fmul_rn(ws, __ldg(p.xd + g)), a);
+        }
+        if (g + 1 == z_end) {  // slice z complete: its partial
+          part[z * 32 + lane] = a;
+          a = 0.0f;
+          ++z;
+          z_end = (z + 1) * p.gbase + min(z + 1, p.grem);
+        }
+      }
+    }
+  }
+  __syncthreads();
+  if (warp == 0) {  // out = +0 + a[0] + a[1] + ... + a[nsplit-1]
+    float out = 0.0f;
+#pragma unroll 1
+    for (int z0 = 0; z0 < p.nsplit; z0 += kStripFoldBatch) {
+      const int cnt = min(kStripFoldBatch, p.nsplit - z0);
+      float v[kStripFoldBatch];
+#pragma unroll
+      for (int j = 0; j < kStripFoldBatch; ++j) {
+        if (j < cnt) v[j] = part[(z0 + j) * 32 + lane];
+      }
+#pragma unroll
+      for (int j = 0; j < kStripFoldBatch; ++j) {
+        if (j < cnt) out = __fadd_rn(out, v[j]);
+      }
+    }
+    const int col = static_cast<int>(blockIdx.x) * 32 + lane;
+    if (col < p.n) p.y[col] = out;
+  }
+}
+
+using StripKernelFn = void (*)(StripParams);
+
+StripKernelFn pick_strip_kernel(tb_prec prec, tb_act_mode mode) {
+  if (mode == TB_ACT_F32) {
+    return prec == TB_PREC_Q8 ? gemm_strip_kernel<TB_PREC_Q8, TB_ACT_F32> : gemm_strip_kernel<TB_PREC_Q4, TB_ACT_F32>;
+  }
+  return prec == TB_PREC_Q8 ? gemm_strip_kernel<TB_PREC_Q8, TB_ACT_I8> : gemm_strip_kernel<TB_PREC_Q4, TB_ACT_I8>;
+}
+
+}  // namespace
+
+// Warps per strip block: one per slice up to kStripMaxWarps.
+int strip_warps(int64_t nsplit) { return static_cast<int>(std::min<int64_t>(nsplit, kStripMaxWarps)); }
+
+// The strip kernel takes decode with nsplit > 1 when its partials fit the default shared memory.
+bool strip_fits(int64_t nsplit) { return nsplit > 1 && nsplit * 32 * 4 <= 48 * 1024; }
+
+Status launch_strip(const DeviceStrips& w, const GemmLaunch& a, int64_t nsplit, cudaStream_t stream) {
+  const int64_t ngroups = w.kp / 32, nstrips = w.np / 32;
+  const int q = strip_warps(nsplit);
+  // Geometry: a block per strip, every slice on a warp (q <= nsplit), partials in shared memory.
+  if (!strip_fits(nsplit) || q < 1 || q > nsplit || nstrips > INT_MAX || ngroups > INT_MAX / 2) {
+    return Error(TB_INTERNAL, "gemm strip launch geometry: %lld strips, %lld groups, %lld slices over "
+                 "%d warps (expected 2 .. 384 slices, 1 <= warps <= slices, strips and 2 x groups "
+                 "below 2^31)", static_cast<long long>(nstrips), static_cast<long long>(ngroups),
+                 static_cast<long long>(nsplit), q);
+  }
+  const StripParams p = decode_params(w, a, nsplit, q);
+  const size_t smem = static_cast<size_t>(nsplit) * 32 * sizeof(float);
+  pick_strip_kernel(w.prec, a.mode)<<<static_cast<unsigned>(nstrips), q * 32, smem, stream>>>(p);
+  TB_CUDA_TRY(cudaGetLastError());
+  return Status();
+}
+
+// The packed decode kernel (one slice per block, depth 1, 12 blocks per SM): the product's
+// slice-block decode.
+KernelFn decode_slice_kernel(tb_prec prec, tb_act_mode mode) {
+  constexpr SliceRun k1 = SliceRun::kOne;
+  if (mode == TB_ACT_F32) {
+    return prec == TB_PREC_Q8 ? gemm_kernel<TB_PREC_Q8, TB_ACT_F32, 1, false, k1, 1, false, 1, 12>
+                              : gemm_kernel<TB_PREC_Q4, TB_ACT_F32, 1, false, k1, 1, false, 1, 12>;
+  }
+  return prec == TB_PREC_Q8 ? gemm_kernel<TB_PREC_Q8, TB_ACT_I8, 1, false, k1, 1, false, 1, 12>
+                            : gemm_kernel<TB_PREC_Q4, TB_ACT_I8, 1, false, k1, 1, false, 1, 12>;
+}
+
+}  // namespace twinbit::cuda::detail

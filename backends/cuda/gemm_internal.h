@@ -1,0 +1,80 @@
+// The pieces of the CUDA gemm shared by its translation units (decode kernels, prefill kernels,
+// the plan) and by the benchmark's variant launcher (bench/cuda/gemm_variants.cu), which launches
+// measured-slower kernels through the same geometry checks. Not part of the backend's face: the
+// backend and its users go through gemm_kernels.h and gemm_plan.h.
+//
+// Host-side only (no device code): the kernels' parameter block, the block shape constants, the
+// kernel pickers of the product set, and the two launchers every schedule ends in.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "backends/cuda/gemm_kernels.h"
+#include "core/status.hpp"
+
+namespace twinbit::cuda::detail {
+
+constexpr int kStripsPerBlock = 4;                 // warps per block, one strip each
+constexpr int kThreads = kStripsPerBlock * 32;
+constexpr int kChunkGroups = 16;                   // activation groups staged per pass
+constexpr int kRowTile = 8;                        // rows per block when M > 1
+constexpr int kRowTileLarge = 16;                  // rows per block on vocabulary-sized outputs
+constexpr int kStripDepth = 4;                     // strip kernel: weight tiles in flight per warp
+
+// The parameters of the slice-block kernel (gemm_slice_kernel.cuh), decode and prefill alike.
+struct Params {
+  const uint8_t* codes;     // (np/32, ngroups, 32 cols, 32 k) int8 | (.., 32 cols, 16 bytes) q4
+  const uint16_t* scales;   // (np/32, ngroups, 32 cols) fp16 bits
+  const float* x;           // F32: (m, kp)
+  const int8_t* xq;         // I8: (m, kp)
+  const float* xd;          // I8: (m, ngroups)
+  float* y;                 // (m, n)
+  float* partial;           // (nsplit, m, np)
+  unsigned* counters;       // (strip_blocks, row_tiles)
+  int64_t m;
+  int n, np, ngroups, nsplit, nstrips, strip_blocks, row_tiles;
+  int slices_per_block;     // consecutive slices one block runs (fills the GPU in one wave)
+};
+
+using KernelFn = void (*)(Params);
+
+// ---- the product's kernels (each nullptr where the product has none) ----
+
+// Decode slice blocks (gemm_decode.cu): one slice per block, prefetch depth 1, held to 40
+// registers (12 blocks per SM).
+KernelFn decode_slice_kernel(tb_prec prec, tb_act_mode mode);
+// Prefill slice blocks (gemm_prefill.cu) for row tile mt (8 or 16), cols strips per warp (1 or
+// 2), every slice per block or one, rows inside the k loop or not: only the combinations the plan
+// chooses (gemm_plan.cu, plan_prefill) exist; any other gives nullptr.
+KernelFn prefill_kernel(tb_prec prec, tb_act_mode mode, int mt, int cols, bool all_slices, bool rows_inner);
+
+// ---- the strip kernel (decode, one block per strip; gemm_decode.cu) ----
+
+// Warps per strip block: one per slice up to 16.
+int strip_warps(int64_t nsplit);
+// The strip kernel takes decode with nsplit > 1 when its partials fit the default shared memory.
+bool strip_fits(int64_t nsplit);
+// Checks the geometry on the host, then launches the strip kernel (y = a.y, M = 1) on `stream`.
+Status launch_strip(const DeviceStrips& w, const GemmLaunch& a, int64_t nsplit, cudaStream_t stream);
+
+// ---- launch (gemm_plan.cu) ----
+
+// launch_gemm's checks of the shape, rows and buffers (no device call): UNIMPLEMENTED for
+// K % 32 != 0, INVALID_ARGUMENT for rows outside 1 .. kMaxRowsPerLaunch, INTERNAL for a null
+// device pointer the mode reads.
+Status check_launch(const DeviceStrips& w, const GemmLaunch& a);
+
+// Multiprocessors of the current device, asked once per device.
+Result<int64_t> device_sms();
+// Blocks of `kernel` (kThreads per block) resident on the whole device at once (one "wave"),
+// from the device's own occupancy answer; asked once per kernel.
+Result<int64_t> resident_blocks(KernelFn kernel);
+// Checks that every (strip, slice, row tile) has a warp and the workspace is there, then
+// launches `kernel` over row tiles of mt rows, cols strips per warp, slices_per_block
+// consecutive slices per block, on `stream`.
+Status launch_slice_blocks(const DeviceStrips& w, const GemmLaunch& a, int64_t nsplit, KernelFn kernel,
+                           int mt, int cols, int64_t slices_per_block, cudaStream_t stream);
+
+}  // namespace twinbit::cuda::detail

@@ -1,0 +1,250 @@
+// The launch choice of gemm_plan.h, the entry points of gemm_kernels.h, and the slice-block
+// launcher every slice-block schedule (the product's and the benchmark's) ends in.
+#include "backends/cuda/gemm_plan.h"
+
+#include <algorithm>
+#include <climits>
+#include <cstdint>
+#include <map>
+#include <mutex>
+
+#include "backends/cuda/cuda_status.h"
+#include "backends/cuda/gemm_internal.h"
+#include "core/numerics.h"
+
+namespace twinbit::cuda {
+namespace detail {
+
+Result<int64_t> resident_blocks(KernelFn kernel) {
+  static std::mutex mu;
+  static std::map<KernelFn, int64_t> cache;
+  std::lock_guard<std::mutex> lock(mu);
+  if (auto it = cache.find(kernel); it != cache.end()) return it->second;
+  int device = 0, sms = 0, per_sm = 0;
+  TB_CUDA_TRY(cudaGetDevice(&device));
+  TB_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  TB_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, 0));
+  const int64_t slots = std::max<int64_t>(1, static_cast<int64_t>(sms) * per_sm);
+  cache.emplace(kernel, slots);
+  return slots;
+}
+
+Result<int64_t> device_sms() {
+  static std::mutex mu;
+  static std::map<int, int64_t> cache;
+  int device = 0;
+  TB_CUDA_TRY(cudaGetDevice(&device));
+  std::lock_guard<std::mutex> lock(mu);
+  if (auto it = cache.find(device); it != cache.end()) return it->second;
+  int sms = 0;
+  TB_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  cache.emplace(device, sms);
+  return static_cast<int64_t>(sms);
+}
+
+Status launch_slice_blocks(const DeviceStrips& w, const GemmLaunch& a, int64_t nsplit, KernelFn kernel,
+                           int mt, int cols, int64_t slices_per_block, cudaStream_t stream) {
+  if (!kernel || mt < 1 || cols < 1 || cols > 2 || nsplit < 1 || slices_per_block < 1 ||
+      slices_per_block > nsplit) {
+    return Error(TB_INTERNAL, "gemm slice-block launch: %s kernel, row tile %d, %d strips per warp, "
+                 "%lld of %lld slices per block (expected a kernel, row tile >= 1, 1 or 2 strips, "
+                 "1 .. nsplit slices)", kernel ? "a" : "no", mt, cols,
+                 static_cast<long long>(slices_per_block), static_cast<long long>(nsplit));
+  }
+  const int64_t ngroups = w.kp / 32, nstrips = w.np / 32;
+  const int64_t row_tiles = ceil_div(a.m, mt);
+  const int64_t strip_blocks = ceil_div(nstrips, kStripsPerBlock * cols);
+  const int64_t blocks_per_slice = strip_blocks * row_tiles;
+  const int64_t blocks = blocks_per_slice * ceil_div(nsplit, slices_per_block);
+  // Geometry: every (strip, slice, row tile) must have a warp. Refuse rather than let a guard
+  // inside the kernel hide missing work.
+  const int64_t warps_needed = nstrips * nsplit * row_tiles;
+  const int64_t warps_launched = blocks * (kThreads / 32) * slices_per_block * cols;
+  if (blocks < 1 || blocks > INT_MAX || warps_launched < warps_needed ||
+      static_cast<int64_t>(row_tiles) * mt < a.m) {
+    return Error(TB_INTERNAL, "gemm launch geometry: %lld blocks x %d warps x %lld slices each for "
+                 "%lld strips x %lld slices x %lld row tiles of %d (needs %lld warp-slices, grid "
+                 "limit %d)", static_cast<long long>(blocks), kThreads / 32,
+                 static_cast<long long>(slices_per_block), static_cast<long long>(nstrips),
+                 static_cast<long long>(nsplit), static_cast<long long>(row_tiles), mt,
+                 static_cast<long long>(warps_needed), INT_MAX);
+  }
+  if (nsplit > 1 && slices_per_block < nsplit && (!a.partial || !a.counters)) {
+    return Error(TB_INTERNAL, "gemm launch: %lld slices need a partial buffer and counters",
+                 static_cast<long long>(nsplit));
+  }
+  Params p{};
+  p.codes = w.codes;
+  p.scales = w.scales;
+  p.x = a.x;
+  p.xq = a.xq;
+  p.xd = a.xd;
+  p.y = a.y;
+  p.partial = a.partial;
+  p.counters = a.counters;
+  p.m = a.m;
+  p.n = static_cast<int>(w.n);
+  p.np = static_cast<int>(w.np);
+  p.ngroups = static_cast<int>(ngroups);
+  p.nsplit = static_cast<int>(nsplit);
+  p.nstrips = static_cast<int>(nstrips);
+  p.strip_blocks = static_cast<int>(strip_blocks);
+  p.row_tiles = static_cast<int>(row_tiles);
+  p.slices_per_block = static_cast<int>(slices_per_block);
+  kernel<<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(p);
+  TB_CUDA_TRY(cudaGetLastError());
+  return Status();
+}
+
+Status check_launch(const DeviceStrips& w, const GemmLaunch& a) {
+  if (const char* why = gemm_unsupported_reason(w.n, w.k)) {
+    return Error(TB_UNIMPLEMENTED, "%s (K = %lld)", why, static_cast<long long>(w.k));
+  }
+  if (a.m < 1 || a.m > kMaxRowsPerLaunch) {
+    return Error(TB_INVALID_ARGUMENT, "gemm launch rows m = %lld (expected 1 .. %lld per launch)",
+                 static_cast<long long>(a.m), static_cast<long long>(kMaxRowsPerLaunch));
+  }
+  if (!w.codes || !w.scales || !a.y || (a.mode == TB_ACT_F32 ? !a.x : (!a.xq || !a.xd))) {
+    return Error(TB_INTERNAL, "gemm launch: a device pointer for mode %d is null",
+                 static_cast<int>(a.mode));
+  }
+  return Status();
+}
+
+}  // namespace detail
+
+namespace {
+
+using detail::kRowTile;
+using detail::kRowTileLarge;
+using detail::kStripsPerBlock;
+
+// Rows per block: 16 on vocabulary-sized outputs (more than 64 Ki columns), 8 otherwise (the
+// measurement: docs/results/cuda-kernel-choices.md).
+int row_tile_for(int64_t m, int64_t np, int forced = 0) {
+  if (m > 1 && (forced == kRowTile || forced == kRowTileLarge)) return forced;
+  if (m == 1) return 1;
+  return np > 65536 ? kRowTileLarge : kRowTile;
+}
+
+// The prefill schedule (M > 1): strips per warp, slices per block and the loop order, by the
+// rules of gemm_plan.h (the measurements: docs/results/cuda-kernel-choices.md).
+struct PrefillPlan {
+  int cols = 1;
+  bool rows_inner = false, all_slices = false;
+};
+PrefillPlan plan_prefill(tb_act_mode mode, const GemmForce& a, int64_t nstrips, int64_t row_tiles, int64_t sms) {
+  PrefillPlan pl;
+  const int64_t one_strip_blocks = ceil_div(nstrips, kStripsPerBlock) * row_tiles;
+  pl.cols = a.cols > 0 ? a.cols : (one_strip_blocks >= 8 * sms ? 2 : 1);
+  const int64_t blocks = ceil_div(nstrips, kStripsPerBlock * pl.cols) * row_tiles;
+  const bool automatic = pl.cols == 1 ? blocks >= 2 * sms : mode == TB_ACT_I8;
+  pl.all_slices = a.all_slices == Toggle::kOn || (a.all_slices == Toggle::kAuto && automatic);
+  const bool inner = pl.all_slices;  // rows inside the k loop paid only with the register fold
+  pl.rows_inner = pl.cols == 1 && mode == TB_ACT_F32 &&
+                  (a.rows_inner == Toggle::kOn || (a.rows_inner == Toggle::kAuto && inner));
+  return pl;
+}
+
+// The product's kernel for schedule s, or nullptr.
+detail::KernelFn product_kernel(const DeviceStrips& w, const GemmLaunch& a, const GemmSchedule& s) {
+  if (s.row_tile == 1) {
+    const bool decode = a.m == 1 && s.cols == 1 && !s.all_slices && !s.rows_inner;
+    return decode ? detail::decode_slice_kernel(w.prec, a.mode) : nullptr;
+  }
+  return detail::prefill_kernel(w.prec, a.mode, s.row_tile, s.cols, s.all_slices, s.rows_inner);
+}
+
+// Launches a checked launch's schedule.
+Status launch_planned(const DeviceStrips& w, const GemmLaunch& a, const GemmSchedule& s, cudaStream_t stream) {
+  if (s.strip_blocks) return detail::launch_strip(w, a, s.nsplit, stream);
+  return detail::launch_slice_blocks(w, a, s.nsplit, product_kernel(w, a, s), s.row_tile, s.cols,
+                                     s.all_slices ? s.nsplit : 1, stream);
+}
+
+}  // namespace
+
+GemmSchedule plan_gemm(const DeviceStrips& w, const GemmLaunch& a, int64_t nsplit, int64_t sms,
+                       const GemmForce& force) {
+  const int64_t ngroups = w.kp / 32, nstrips = w.np / 32;
+  GemmSchedule s;
+  s.nsplit = nsplit;
+  if (a.m == 1) {
+    // Decode runs a block per strip when those blocks fit one wave (one per SM) and each warp's
+    // share is all in flight at once (q/o, k/v, qkv); otherwise slice blocks: gate, gate_up and
+    // down have more strips or longer shares, lm_head few long slices.
+    const bool strips_auto = nsplit >= 8 && nstrips <= sms &&
+                             ceil_div(ngroups, static_cast<int64_t>(detail::strip_warps(nsplit))) <= detail::kStripDepth;
+    s.strip_blocks = detail::strip_fits(nsplit) &&
+                     (a.decode == DecodePath::kStripBlocks || (a.decode == DecodePath::kAuto && strips_auto));
+    return s;
+  }
+  s.row_tile = row_tile_for(a.m, w.np, force.row_tile);
+  const PrefillPlan pl = plan_prefill(a.mode, force, nstrips, ceil_div(a.m, s.row_tile), sms);
+  s.cols = pl.cols;
+  s.all_slices = pl.all_slices;
+  s.rows_inner = pl.rows_inner;
+  return s;
+}
+
+Status launch_gemm_schedule(const DeviceStrips& w, const GemmLaunch& a, const GemmSchedule& s,
+                            cudaStream_t stream) {
+  TB_RETURN_IF_ERROR(detail::check_launch(w, a));
+  const int64_t contract_nsplit = split_plan(w.n, w.k);
+  if (s.nsplit < 1 || s.nsplit > contract_nsplit) {
+    return Error(TB_INVALID_ARGUMENT, "gemm schedule: %lld slices (expected 1 .. %lld: fewer than the "
+                 "contract's split only)", static_cast<long long>(s.nsplit),
+                 static_cast<long long>(contract_nsplit));
+  }
+  if (s.strip_blocks) {
+    if (a.m != 1 || !detail::strip_fits(s.nsplit)) {
+      return Error(TB_INVALID_ARGUMENT, "gemm schedule: strip blocks need one row and 2 .. 384 slices "
+                   "(got %lld rows, %lld slices)", static_cast<long long>(a.m),
+                   static_cast<long long>(s.nsplit));
+    }
+  } else if (!product_kernel(w, a, s)) {
+    return Error(TB_INVALID_ARGUMENT, "gemm schedule: the product has no kernel for %lld rows in row "
+                 "tiles of %d, %d strips per warp, %s per block, rows %s the k loop, mode %s (row "
+                 "tile 1 at one row, else 8 or 16; the measured alternatives are benchmark code)",
+                 static_cast<long long>(a.m), s.row_tile, s.cols,
+                 s.all_slices ? "every slice" : "one slice", s.rows_inner ? "inside" : "outside",
+                 a.mode == TB_ACT_F32 ? "F32" : "I8");
+  }
+  return launch_planned(w, a, s, stream);
+}
+
+const char* gemm_unsupported_reason(int64_t /*n*/, int64_t k) {
+  if (k % 32 != 0) {
+    return "K % 32 != 0 is not supported by the CUDA gemm (it walks whole groups of 32 k; "
+           "the runtime falls back to the CPU)";
+  }
+  return nullptr;
+}
+
+size_t gemm_partial_floats(const DeviceStrips& w, int64_t m) {
+  const int64_t nsplit = split_plan(w.n, w.k);
+  return nsplit > 1 ? static_cast<size_t>(nsplit) * static_cast<size_t>(m) * static_cast<size_t>(w.np) : 0;
+}
+
+size_t gemm_counter_count(const DeviceStrips& w, int64_t m) {
+  const int64_t strip_blocks = ceil_div(w.np / 32, kStripsPerBlock);
+  return static_cast<size_t>(strip_blocks * ceil_div(m, m == 1 ? 1 : kRowTile));  // any row tile
+}
+
+int64_t gemm_rows_per_launch(const DeviceStrips& w, size_t max_partial_bytes) {
+  const int64_t nsplit = split_plan(w.n, w.k);
+  if (nsplit == 1) return kMaxRowsPerLaunch;
+  int64_t rows = static_cast<int64_t>(max_partial_bytes / (static_cast<size_t>(nsplit) * w.np * 4));
+  if (rows >= kRowTileLarge) rows -= rows % kRowTileLarge;
+  if (rows > kMaxRowsPerLaunch) rows = kMaxRowsPerLaunch;
+  return rows < 1 ? 1 : rows;
+}
+
+Status launch_gemm(const DeviceStrips& w, const GemmLaunch& a, cudaStream_t stream) {
+  TB_RETURN_IF_ERROR(detail::check_launch(w, a));
+  auto sms = detail::device_sms();
+  if (!sms.ok()) return sms.status();
+  return launch_planned(w, a, plan_gemm(w, a, split_plan(w.n, w.k), *sms), stream);
+}
+
+}  // namespace twinbit::cuda

@@ -1,0 +1,73 @@
+// The launch choice of the CUDA gemm: the plan that picks, per shape, which of the product's
+// schedules (gemm_kernels.h, MAPPING) runs, and the launch of a planned schedule.
+//
+// THE RULES (each chosen by an interleaved measurement on the H200; the numbers and their runs:
+// docs/results/cuda-kernel-choices.md). nstrips = np / 32; "fill the GPU k times" means k blocks
+// per multiprocessor of the device the launch runs on.
+//   - Decode (M = 1) with nsplit > 1 runs ONE BLOCK PER STRIP when nsplit >= 8, the strips fit
+//     one wave (nstrips <= SMs) and each warp's share of slices is in flight at once (<= 4
+//     tiles): a short latency chain with no global partials (q/o, k/v, qkv). Otherwise slice
+//     blocks, one slice per block, held to 12 blocks per SM (gate, gate_up, down, lm_head: more
+//     strips or longer shares, where the strip blocks would serialise).
+//   - Prefill rows per block: 16 on vocabulary-sized outputs (np > 65536), 8 otherwise (a larger
+//     tile reuses each weight more but leaves small grids with too few blocks).
+//   - Prefill strips per warp: two when one-strip blocks would fill the GPU 8 times over (each
+//     shared-memory activation read then feeds two fma chains; it costs registers, so it pays
+//     only on large grids). With two: mode F32 keeps one slice per block, mode I8 walks every
+//     slice.
+//   - Prefill with one strip per warp walks every slice in a block (the fold in registers: no
+//     partials, counter or second pass) when such blocks fill the GPU twice, and then mode F32
+//     puts the rows inside the k loop; with one slice per block the rows stay outside.
+// Every schedule gives the contract's bits; the plan decides speed only.
+//
+// THREAD SAFETY. Pure functions, and launches as launch_gemm (gemm_kernels.h).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "backends/cuda/gemm_kernels.h"
+#include "core/status.hpp"
+
+namespace twinbit::cuda {
+
+// One schedule of the slice-block or strip kernels.
+struct GemmSchedule {
+  int64_t nsplit = 1;         // slices: split_plan(N, K) (a benchmark may ask fewer)
+  bool strip_blocks = false;  // decode: one block per strip (the fields below are then unused)
+  int row_tile = 1;           // rows per block: 1 (decode), 8 or 16 (prefill)
+  int cols = 1;               // strips per warp: 1, or 2 (prefill)
+  bool all_slices = false;    // prefill: a block walks every slice of its strips, folding in
+                              // registers (otherwise one slice per block, last-block fold)
+  bool rows_inner = false;    // prefill, mode F32, one strip per warp: the rows inside the k loop
+};
+
+// A choice of the plan left to it (kAuto) or forced off / on.
+enum class Toggle { kAuto = 0, kOff = 1, kOn = 2 };
+
+// Prefill choices a caller forces instead of the plan's (the benchmark's A/B). A forced choice
+// feeds the plan's other rules as the plan's own would (forcing one strip per warp re-decides
+// the slices per block for one strip). Forcing may name a schedule the product has no kernel
+// for: launch_gemm_schedule refuses those, and only the benchmark's variants run them.
+struct GemmForce {
+  int row_tile = 0;                   // 0: the plan's; 8 or 16
+  int cols = 0;                       // 0: the plan's; 1 or 2
+  Toggle all_slices = Toggle::kAuto;
+  Toggle rows_inner = Toggle::kAuto;
+};
+
+// The plan for a.m rows in mode a.mode with nsplit slices on a device of `sms` multiprocessors;
+// a.decode forces the decode kernel (DecodePath). Pure: no device call.
+GemmSchedule plan_gemm(const DeviceStrips& w, const GemmLaunch& a, int64_t nsplit, int64_t sms,
+                       const GemmForce& force = {});
+
+// Launches schedule `s` of the product, asynchronously on `stream`, after launch_gemm's checks.
+// INVALID_ARGUMENT (before any device call) when `s` is not one the product compiles (e.g. two
+// strips per warp over every slice in mode F32), names a row tile or strips per warp outside
+// the sets above, or asks nsplit outside 1 .. split_plan(N, K) (fewer slices give other bits
+// than the contract: timing only).
+Status launch_gemm_schedule(const DeviceStrips& w, const GemmLaunch& a, const GemmSchedule& s,
+                            cudaStream_t stream);
+
+}  // namespace twinbit::cuda

@@ -1,0 +1,143 @@
+// The benchmark's gemm variants (gemm_variants.h): instantiations of the library's slice-block
+// kernel template that the product never runs, and the host logic that picked them when they
+// were schedule switches of the library (the merged-slices grid rule).
+#include "bench/cuda/gemm_variants.h"
+
+#include <cstdint>
+
+#include "backends/cuda/gemm_internal.h"
+#include "backends/cuda/gemm_slice_kernel.cuh"
+#include "core/numerics.h"
+
+namespace twinbit::bench {
+namespace {
+
+using cuda::detail::gemm_kernel;
+using cuda::detail::KernelFn;
+using cuda::detail::SliceRun;
+constexpr tb_prec kQ8 = TB_PREC_Q8, kQ4 = TB_PREC_Q4;
+constexpr tb_act_mode kF32 = TB_ACT_F32, kI8 = TB_ACT_I8;
+
+// gemm_kernel<P, A, MT, kI2F = false, kRun, kDepth, kRowsInner, kCols, kMinBlocks> for P of `prec`.
+template <tb_act_mode A, int MT, SliceRun R, int D = 1, bool RI = false, int C = 1, int MB = 1>
+KernelFn by_prec(tb_prec prec) {
+  return prec == kQ8 ? gemm_kernel<kQ8, A, MT, false, R, D, RI, C, MB> : gemm_kernel<kQ4, A, MT, false, R, D, RI, C, MB>;
+}
+template <int MT, SliceRun R, int D = 1, int C = 1, int MB = 1>
+KernelFn by_prec_mode(tb_prec prec, tb_act_mode mode) {
+  return mode == kF32 ? by_prec<kF32, MT, R, D, false, C, MB>(prec) : by_prec<kI8, MT, R, D, false, C, MB>(prec);
+}
+
+// Decode slice blocks, one slice per block, not held to 12 blocks per SM: depth 1 or 2, or I2F.
+KernelFn decode_one_slice(tb_prec prec, tb_act_mode mode, int depth, bool i2f) {
+  if (i2f) return gemm_kernel<kQ8, kF32, 1, true, SliceRun::kOne, 1>;  // q8 F32 (checked by the caller)
+  return depth == 2 ? by_prec_mode<1, SliceRun::kOne, 2>(prec, mode) : by_prec_mode<1, SliceRun::kOne, 1>(prec, mode);
+}
+
+KernelFn decode_merged(tb_prec prec, tb_act_mode mode, int depth) {
+  return depth == 2 ? by_prec_mode<1, SliceRun::kMerged, 2>(prec, mode) : by_prec_mode<1, SliceRun::kMerged, 1>(prec, mode);
+}
+
+// The prefill forms the product does not compile (gemm_prefill.cu has the others), or nullptr.
+template <int MT>
+KernelFn prefill_variant(tb_prec prec, tb_act_mode mode, int cols, bool all_slices, bool rows_inner, bool unpacked) {
+  constexpr SliceRun k1 = SliceRun::kOne, kAll = SliceRun::kAll;
+  if (cols == 2 && unpacked) {
+    return all_slices ? by_prec_mode<MT, kAll, 1, 2>(prec, mode) : by_prec_mode<MT, k1, 1, 2>(prec, mode);
+  }
+  if (cols == 2) {  // held to 3 blocks per SM, with the other slice rule of its mode
+    if (mode == kF32 && all_slices) return by_prec<kF32, MT, kAll, 1, false, 2, 3>(prec);
+    if (mode == kI8 && !all_slices) return by_prec<kI8, MT, k1, 1, false, 2, 3>(prec);
+    return nullptr;
+  }
+  if (mode == kF32 && rows_inner && !all_slices) return by_prec<kF32, MT, k1, 1, true>(prec);
+  if (mode == kF32 && !rows_inner && all_slices) return by_prec<kF32, MT, kAll, 1>(prec);
+  return nullptr;
+}
+
+Status launch_decode_variant(const cuda::DeviceStrips& w, const cuda::GemmLaunch& a, const GemmVariant& v,
+                             int64_t nsplit, cudaStream_t stream) {
+  if (v.i2f && (w.prec != kQ8 || a.mode != kF32 || v.merged || v.depth != 1)) {
+    return Error(TB_INVALID_ARGUMENT, "gemm variant: I2F exists for q8 mode F32, one slice per block, "
+                 "depth 1 only");
+  }
+  // One slice per block: the product's packed kernel unless this variant changes it.
+  const bool bench_kernel = v.unpacked || v.depth == 2 || v.i2f;
+  const KernelFn single = bench_kernel ? decode_one_slice(w.prec, a.mode, v.depth, v.i2f)
+                                       : cuda::detail::decode_slice_kernel(w.prec, a.mode);
+  int64_t slices_per_block = 1;
+  KernelFn kernel = single;
+  if (v.merged && nsplit > 1) {
+    // A block runs several consecutive slices when one slice per block would not fit one wave
+    // but the merged grid does; otherwise one slice per block.
+    auto slots = cuda::detail::resident_blocks(single);
+    if (!slots.ok()) return slots.status();
+    const int64_t blocks_per_slice = ceil_div(w.np / 32, cuda::detail::kStripsPerBlock);
+    if (blocks_per_slice * nsplit > *slots) {
+      const KernelFn merged = decode_merged(w.prec, a.mode, v.depth);
+      auto merged_slots = cuda::detail::resident_blocks(merged);
+      if (!merged_slots.ok()) return merged_slots.status();
+      const int64_t spb = ceil_div(blocks_per_slice * nsplit, *merged_slots);
+      if (spb <= nsplit && blocks_per_slice * ceil_div(nsplit, spb) <= *merged_slots) {
+        slices_per_block = spb;
+        kernel = merged;
+      }
+    }
+  }
+  return cuda::detail::launch_slice_blocks(w, a, nsplit, kernel, 1, 1, slices_per_block, stream);
+}
+
+}  // namespace
+
+Status launch_gemm_variant(const cuda::DeviceStrips& w, const cuda::GemmLaunch& a, const GemmVariant& v,
+                           cudaStream_t stream) {
+  TB_RETURN_IF_ERROR(cuda::detail::check_launch(w, a));
+  const int64_t contract = split_plan(w.n, w.k);
+  const int64_t nsplit = v.nsplit > 0 ? v.nsplit : contract;
+  if (v.nsplit < 0 || nsplit > contract) {
+    return Error(TB_INVALID_ARGUMENT, "gemm variant: nsplit %lld outside 0 .. %lld",
+                 static_cast<long long>(v.nsplit), static_cast<long long>(contract));
+  }
+  if (v.depth != 1 && v.depth != 2) {
+    return Error(TB_INVALID_ARGUMENT, "gemm variant: prefetch depth %d (expected 1 or 2)", v.depth);
+  }
+  if (v.force.cols < 0 || v.force.cols > 2 ||
+      (v.force.row_tile != 0 && v.force.row_tile != cuda::detail::kRowTile &&
+       v.force.row_tile != cuda::detail::kRowTileLarge)) {
+    return Error(TB_INVALID_ARGUMENT, "gemm variant: %d strips per warp, row tile %d (expected 0 = the "
+                 "plan's, 1 or 2; 0, 8 or 16)", v.force.cols, v.force.row_tile);
+  }
+  auto sms = cuda::detail::device_sms();
+  if (!sms.ok()) return sms.status();
+  const cuda::GemmSchedule s = cuda::plan_gemm(w, a, nsplit, *sms, v.force);
+  const bool decode_only = v.merged || v.depth == 2 || v.i2f;
+  if (a.m == 1) {
+    if (!decode_only && !v.unpacked) return cuda::launch_gemm_schedule(w, a, s, stream);
+    if (s.strip_blocks) {
+      return Error(TB_INVALID_ARGUMENT, "gemm variant: unpacked, merged, depth 2 and I2F are slice-block "
+                   "kernels, and this decode runs strip blocks (force DecodePath::kSliceBlocks)");
+    }
+    return launch_decode_variant(w, a, v, nsplit, stream);
+  }
+  if (decode_only) {
+    return Error(TB_INVALID_ARGUMENT, "gemm variant: merged slices, depth 2 and I2F are decode kernels "
+                 "(M = 1), not for %lld rows", static_cast<long long>(a.m));
+  }
+  const bool unpacked = v.unpacked && s.cols == 2;
+  if (!unpacked && cuda::detail::prefill_kernel(w.prec, a.mode, s.row_tile, s.cols, s.all_slices, s.rows_inner)) {
+    return cuda::launch_gemm_schedule(w, a, s, stream);
+  }
+  const KernelFn kernel =
+      s.row_tile == cuda::detail::kRowTile
+          ? prefill_variant<cuda::detail::kRowTile>(w.prec, a.mode, s.cols, s.all_slices, s.rows_inner, unpacked)
+          : prefill_variant<cuda::detail::kRowTileLarge>(w.prec, a.mode, s.cols, s.all_slices, s.rows_inner, unpacked);
+  if (!kernel) {
+    return Error(TB_INVALID_ARGUMENT, "gemm variant: no kernel for row tile %d, %d strips per warp, %s per "
+                 "block, rows %s the k loop", s.row_tile, s.cols, s.all_slices ? "every slice" : "one slice",
+                 s.rows_inner ? "inside" : "outside");
+  }
+  return cuda::detail::launch_slice_blocks(w, a, nsplit, kernel, s.row_tile, s.cols, s.all_slices ? nsplit : 1,
+                                           stream);
+}
+
+}  // namespace twinbit::bench

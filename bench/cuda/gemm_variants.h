@@ -1,0 +1,53 @@
+// The measured-slower schedules of the CUDA gemm, kept as benchmark code: twinbit-bench times
+// them interleaved against the product's schedule (backends/cuda/gemm_plan.h), and
+// tests/test_cuda_gemm_variants.cpp holds them to the reference's bits (a time means nothing
+// if the bits are wrong). They are not compiled into the library. What each one measured, and
+// why it lost: docs/results/cuda-kernel-choices.md.
+//
+// A variant is the product's plan with some choices forced (GemmForce, GemmLaunch::decode, a lower
+// slice count) and optionally one of the kernels only this code has:
+//   unpacked   decode slice blocks without the 12-blocks-per-SM register bound; prefill two
+//              strips per warp without the 3-blocks-per-SM bound
+//   merged     decode: a block runs several consecutive slices when that fits the grid in one
+//              wave (partials stored as each slice completes)
+//   depth 2    decode: two weight tiles in flight per warp instead of one
+//   i2f        decode, q8 mode F32: codes become floats by the I2F conversion instead of the byte
+//              permute into 2^23 and one exact subtraction
+// and, through the forced prefill choices, the prefill forms the plan never picks (one strip per
+// warp with rows inside the k loop over one slice, or rows outside over every slice; two strips
+// per warp over every slice in mode F32, or one slice in mode I8). A variant the product
+// compiles runs the library's own kernel.
+//
+// Every variant gives the contract's bits except nsplit below split_plan(N, K) (timing only).
+// THREAD SAFETY. As launch_gemm.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "backends/cuda/gemm_kernels.h"
+#include "backends/cuda/gemm_plan.h"
+#include "core/status.hpp"
+
+namespace twinbit::bench {
+
+struct GemmVariant {
+  int64_t nsplit = 0;         // 0: split_plan(N, K); 1 .. split_plan: fewer, longer slices
+  cuda::GemmForce force;      // prefill choices forced instead of the plan's
+  // Decode slice blocks only (M = 1; with a.decode = kSliceBlocks where the plan picks strips).
+  bool merged = false;
+  int depth = 1;              // 1 or 2
+  bool i2f = false;           // q8, mode F32, one slice per block (not merged), depth 1
+  // Decode slice blocks, or prefill with two strips per warp.
+  bool unpacked = false;
+};
+
+// Launches variant v of the gemm (a's buffers and rows) asynchronously on `stream`, after
+// launch_gemm's checks. INVALID_ARGUMENT naming the conflict when v asks for something its
+// schedule does not have (a decode-only kernel at M > 1, slice-block options on strip blocks,
+// i2f outside q8 F32, a depth, row tile or strips per warp outside the sets above).
+Status launch_gemm_variant(const cuda::DeviceStrips& w, const cuda::GemmLaunch& a, const GemmVariant& v,
+                           cudaStream_t stream);
+
+}  // namespace twinbit::bench

@@ -1,0 +1,166 @@
+// The CUDA gemm's benchmark-only schedules (bench/cuda/gemm_variants.h) against the scalar
+// reference, bit for bit: the benchmark times them against the product's schedule, and a time
+// only means something if the bits are right too. Runs only where a CUDA device is present (ctest
+// entry "gpu"; SKIPPED elsewhere); compiled where the benchmark's CUDA variants are built.
+#include <doctest/doctest.h>
+
+#include <cstdint>
+#include <string>
+
+#include "core/op_checks.h"
+#include "tests/test_cuda_support.h"
+#ifdef TWINBIT_HAS_CUDA_GEMM_VARIANTS
+#include "backends/cuda/cuda_backend.h"
+#include "bench/cuda/gemm_variants.h"
+#endif
+
+namespace twinbit::cuda_test {
+
+#ifdef TWINBIT_HAS_CUDA_GEMM_VARIANTS
+namespace {
+
+// Device memory for one test launch, freed on scope exit.
+struct DeviceBuffer {
+  void* p = nullptr;
+  explicit DeviceBuffer(size_t bytes) { REQUIRE(cudaMalloc(&p, std::max<size_t>(bytes, 4)) == cudaSuccess); }
+  ~DeviceBuffer() { cudaFree(p); }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+};
+
+}  // namespace
+
+TEST_SUITE("gpu") {
+
+TEST_CASE("gpu gemm every benchmark variant (bench/cuda/gemm_variants.h) equals reference bits, q8 q4 x f32 i8, (N,K) {(1000,2048),(257,6144)}, M 1 and 33") {
+  auto cuda = cuda_or_skip();
+  if (!cuda) return;
+  using bench::GemmVariant;
+  using cuda::Toggle;
+  struct Variant {
+    const char* name;
+    int64_t m;
+    cuda::DecodePath decode;
+    void (*set)(GemmVariant&);
+    bool q8_f32_only;
+  };
+  constexpr cuda::DecodePath kAuto = cuda::DecodePath::kAuto, kSlice = cuda::DecodePath::kSliceBlocks;
+  const Variant variants[] = {
+      {"decode: strip blocks", 1, cuda::DecodePath::kStripBlocks, [](GemmVariant&) {}, false},
+      {"decode: slice blocks", 1, kSlice, [](GemmVariant&) {}, false},
+      {"decode: slice blocks unpacked", 1, kSlice, [](GemmVariant& v) { v.unpacked = true; }, false},
+      {"decode: merged slices", 1, kSlice, [](GemmVariant& v) { v.merged = true; }, false},
+      {"decode: prefetch 2", 1, kSlice, [](GemmVariant& v) { v.depth = 2; }, false},
+      {"decode: merged, prefetch 2", 1, kSlice, [](GemmVariant& v) {
+         v.merged = true;
+         v.depth = 2;
+       }, false},
+      {"decode: merged, unpacked", 1, kSlice, [](GemmVariant& v) {
+         v.merged = true;
+         v.unpacked = true;
+       }, false},
+      {"decode: I2F", 1, kSlice, [](GemmVariant& v) { v.i2f = true; }, true},
+      {"prefill: one strip, rows outer, one slice", 33, kAuto, [](GemmVariant& v) {
+         v.force.cols = 1;
+         v.force.rows_inner = Toggle::kOff;
+         v.force.all_slices = Toggle::kOff;
+       }, false},
+      {"prefill: one strip, rows outer, every slice", 33, kAuto, [](GemmVariant& v) {
+         v.force.cols = 1;
+         v.force.rows_inner = Toggle::kOff;
+         v.force.all_slices = Toggle::kOn;
+       }, false},
+      {"prefill: one strip, rows inner, every slice", 33, kAuto, [](GemmVariant& v) {
+         v.force.cols = 1;
+         v.force.rows_inner = Toggle::kOn;
+         v.force.all_slices = Toggle::kOn;
+       }, false},
+      {"prefill: one strip, rows inner, one slice", 33, kAuto, [](GemmVariant& v) {
+         v.force.cols = 1;
+         v.force.rows_inner = Toggle::kOn;
+         v.force.all_slices = Toggle::kOff;
+       }, false},
+      {"prefill: two strips, one slice", 33, kAuto, [](GemmVariant& v) {
+         v.force.cols = 2;
+         v.force.all_slices = Toggle::kOff;
+       }, false},
+      {"prefill: two strips, every slice", 33, kAuto, [](GemmVariant& v) {
+         v.force.cols = 2;
+         v.force.all_slices = Toggle::kOn;
+       }, false},
+      {"prefill: two strips unpacked, one slice", 33, kAuto, [](GemmVariant& v) {
+         v.force.cols = 2;
+         v.unpacked = true;
+         v.force.all_slices = Toggle::kOff;
+       }, false},
+      {"prefill: two strips unpacked, every slice", 33, kAuto, [](GemmVariant& v) {
+         v.force.cols = 2;
+         v.unpacked = true;
+         v.force.all_slices = Toggle::kOn;
+       }, false},
+      {"prefill: row tile 16", 33, kAuto, [](GemmVariant& v) { v.force.row_tile = 16; }, false},
+      {"prefill: row tile 16, two strips, every slice", 33, kAuto, [](GemmVariant& v) {
+         v.force.row_tile = 16;
+         v.force.cols = 2;
+         v.force.all_slices = Toggle::kOn;
+       }, false},
+  };
+  cudaStream_t stream = nullptr;
+  REQUIRE(cudaStreamCreate(&stream) == cudaSuccess);
+  int64_t calls = 0;
+  const int64_t shapes[][2] = {{1000, 2048}, {257, 6144}};
+  for (tb_prec prec : {TB_PREC_Q8, TB_PREC_Q4}) {
+    for (const auto& nk : shapes) {
+      const int64_t n = nk[0], k = nk[1], kp = pad32(k), ng = kp / 32, max_m = 33;
+      HostStrips h = random_strips(prec, n, k, 29 + n + k + prec);
+      auto bound = cuda->bind(strips_view(h));
+      REQUIRE(bound.ok());
+      cuda::DeviceStrips dev;
+      REQUIRE(cuda::device_strips(cuda->raw(), bound->handle(), &dev).ok());
+      Activations a = make_activations(max_m, k, 3 + n + k);
+      DeviceBuffer dx(a.x.size() * 4), dq(a.xq.size()), dd(a.xd.size() * 4), dy(static_cast<size_t>(max_m * n) * 4);
+      DeviceBuffer dpart(cuda::gemm_partial_floats(dev, max_m) * 4);
+      const size_t counter_bytes = cuda::gemm_counter_count(dev, max_m) * 4;
+      DeviceBuffer dcnt(counter_bytes);
+      REQUIRE(cudaMemset(dcnt.p, 0, std::max<size_t>(counter_bytes, 4)) == cudaSuccess);
+      REQUIRE(cudaMemcpy(dx.p, a.x.data(), a.x.size() * 4, cudaMemcpyHostToDevice) == cudaSuccess);
+      REQUIRE(cudaMemcpy(dq.p, a.xq.data(), a.xq.size(), cudaMemcpyHostToDevice) == cudaSuccess);
+      REQUIRE(cudaMemcpy(dd.p, a.xd.data(), a.xd.size() * 4, cudaMemcpyHostToDevice) == cudaSuccess);
+      for (tb_act_mode mode : {TB_ACT_F32, TB_ACT_I8}) {
+        const auto want = reference(mode, max_m, h.view, a);
+        for (const Variant& v : variants) {
+          if (v.q8_f32_only && (prec != TB_PREC_Q8 || mode != TB_ACT_F32)) continue;
+          cuda::GemmLaunch l;
+          l.mode = mode;
+          l.m = v.m;
+          l.x = static_cast<const float*>(dx.p);
+          l.xq = static_cast<const int8_t*>(dq.p);
+          l.xd = static_cast<const float*>(dd.p);
+          l.y = static_cast<float*>(dy.p);
+          l.partial = static_cast<float*>(dpart.p);
+          l.counters = static_cast<unsigned*>(dcnt.p);
+          l.decode = v.decode;
+          GemmVariant gv;
+          v.set(gv);
+          REQUIRE(cudaMemset(dy.p, 0xff, static_cast<size_t>(max_m * n) * 4) == cudaSuccess);
+          const Status st = bench::launch_gemm_variant(dev, l, gv, stream);
+          REQUIRE_MESSAGE(st.ok(), v.name << ": " << st.to_string());
+          REQUIRE(cudaStreamSynchronize(stream) == cudaSuccess);
+          std::vector<float> got(static_cast<size_t>(v.m * n));
+          REQUIRE(cudaMemcpy(got.data(), dy.p, got.size() * 4, cudaMemcpyDeviceToHost) == cudaSuccess);
+          ++calls;
+          CHECK_MESSAGE(bit_diff(want.data(), got.data(), v.m * n).first == 0,
+                        v.name << ", " << std::string(prec_name(prec)) << " " << std::string(act_mode_name(mode))
+                               << " N=" << n << " K=" << k << " M=" << v.m << " (ng " << ng << ")");
+        }
+      }
+    }
+  }
+  cudaStreamDestroy(stream);
+  MESSAGE("benchmark variants: " << calls << " launches compared with the reference");
+}
+
+}  // TEST_SUITE
+#endif
+
+}  // namespace twinbit::cuda_test

@@ -1,0 +1,160 @@
+// The CUDA gemm's launch choice (backends/cuda/gemm_plan.h) on the host, without a device: the
+// plan's rules on the measured shapes, every schedule it can choose has a kernel in the library,
+// and the library refuses (INVALID_ARGUMENT, before any device call) the measured-slower forms,
+// which only the benchmark compiles (bench/cuda/gemm_variants.h).
+#include <doctest/doctest.h>
+
+#include <cstdint>
+#include <string>
+
+#ifdef TWINBIT_HAS_CUDA_BACKEND
+#include "backends/cuda/gemm_internal.h"
+#include "backends/cuda/gemm_plan.h"
+#include "core/numerics.h"
+
+namespace twinbit::cuda_test {
+namespace {
+
+using cuda::DecodePath;
+using cuda::GemmSchedule;
+
+cuda::DeviceStrips strips_of(tb_prec prec, int64_t n, int64_t k) {
+  cuda::DeviceStrips w;
+  w.prec = prec;
+  w.n = n;
+  w.k = k;
+  w.np = pad32(n);
+  w.kp = pad32(k);
+  return w;
+}
+
+GemmSchedule plan(int64_t n, int64_t k, int64_t m, tb_act_mode mode, int64_t sms = 132,
+                  DecodePath decode = DecodePath::kAuto) {
+  cuda::GemmLaunch a;
+  a.mode = mode;
+  a.m = m;
+  a.decode = decode;
+  return cuda::plan_gemm(strips_of(TB_PREC_Q8, n, k), a, split_plan(n, k), sms);
+}
+
+std::string describe(const GemmSchedule& s) {
+  return s.strip_blocks ? std::string("strip blocks")
+                        : "row tile " + std::to_string(s.row_tile) + ", " + std::to_string(s.cols) +
+                              " strips per warp, " + (s.all_slices ? "every slice" : "one slice") +
+                              ", rows " + (s.rows_inner ? "inside" : "outside");
+}
+
+}  // namespace
+
+TEST_CASE("cuda gemm plan on 132 SMs: decode of q/o, k/v, qkv runs strip blocks; gate, gate_up, down, lm_head slice blocks") {
+  for (auto [n, k] : {std::pair<int64_t, int64_t>{2048, 2048}, {1024, 2048}, {4096, 2048}}) {
+    for (tb_act_mode mode : {TB_ACT_F32, TB_ACT_I8}) {
+      CHECK_MESSAGE(plan(n, k, 1, mode).strip_blocks, "N=" << n << " K=" << k);
+    }
+  }
+  for (auto [n, k] : {std::pair<int64_t, int64_t>{6144, 2048}, {12288, 2048}, {2048, 6144}, {151936, 2048}}) {
+    const GemmSchedule s = plan(n, k, 1, TB_ACT_F32);
+    CHECK_MESSAGE(!s.strip_blocks, "N=" << n << " K=" << k);
+    CHECK(s.row_tile == 1);
+    CHECK(s.cols == 1);
+    CHECK_FALSE(s.all_slices);
+  }
+  // Forced either way, both decode kernels are the product's.
+  CHECK_FALSE(plan(2048, 2048, 1, TB_ACT_F32, 132, DecodePath::kSliceBlocks).strip_blocks);
+  CHECK(plan(151936, 2048, 1, TB_ACT_F32, 132, DecodePath::kStripBlocks).strip_blocks);
+}
+
+TEST_CASE("cuda gemm plan on 132 SMs, M32: lm_head two strips per warp in row tiles of 16 (F32 one slice, I8 every slice); gate_up every slice with rows inside (F32); q/o one slice, rows outside") {
+  GemmSchedule s = plan(151936, 2048, 32, TB_ACT_F32);
+  CHECK(describe(s) == "row tile 16, 2 strips per warp, one slice, rows outside");
+  s = plan(151936, 2048, 32, TB_ACT_I8);
+  CHECK(describe(s) == "row tile 16, 2 strips per warp, every slice, rows outside");
+  s = plan(12288, 2048, 32, TB_ACT_F32);
+  CHECK(describe(s) == "row tile 8, 1 strips per warp, every slice, rows inside");
+  s = plan(12288, 2048, 32, TB_ACT_I8);
+  CHECK(describe(s) == "row tile 8, 1 strips per warp, every slice, rows outside");
+  s = plan(2048, 2048, 32, TB_ACT_F32);
+  CHECK(describe(s) == "row tile 8, 1 strips per warp, one slice, rows outside");
+}
+
+TEST_CASE("cuda gemm plan: every schedule it chooses has a product kernel, N{1..151936} x K{32,2048,6144} x M{1..1024} x SMs{1,16,132,1024}, q8 q4 x f32 i8") {
+  int64_t plans = 0;
+  for (int64_t sms : {1, 16, 132, 1024}) {
+    for (int64_t n : {1, 33, 1000, 2048, 12288, 65536, 65537, 70000, 151936}) {
+      for (int64_t k : {32, 2048, 6144}) {
+        for (int64_t m : {1, 2, 8, 9, 16, 17, 33, 64, 256, 1024}) {
+          for (tb_prec prec : {TB_PREC_Q8, TB_PREC_Q4}) {
+            for (tb_act_mode mode : {TB_ACT_F32, TB_ACT_I8}) {
+              cuda::GemmLaunch a;
+              a.mode = mode;
+              a.m = m;
+              const GemmSchedule s = cuda::plan_gemm(strips_of(prec, n, k), a, split_plan(n, k), sms);
+              ++plans;
+              if (s.strip_blocks) {
+                CHECK(m == 1);
+                continue;
+              }
+              const bool has = m == 1 ? cuda::detail::decode_slice_kernel(prec, mode) != nullptr && s.row_tile == 1
+                                      : cuda::detail::prefill_kernel(prec, mode, s.row_tile, s.cols, s.all_slices,
+                                                                     s.rows_inner) != nullptr;
+              CHECK_MESSAGE(has, "N=" << n << " K=" << k << " M=" << m << " SMs=" << sms << ": " << describe(s));
+            }
+          }
+        }
+      }
+    }
+  }
+  MESSAGE(plans << " plans checked");
+}
+
+TEST_CASE("cuda gemm schedule without a product kernel is INVALID_ARGUMENT naming it, before any device call: two strips every slice F32, two strips one slice I8, one strip rows inner one slice, one strip rows outer every slice F32, row tile 4") {
+  // Forms the benchmark measured slower; only bench/cuda/gemm_variants.cu compiles them.
+  const cuda::DeviceStrips w = [] {
+    cuda::DeviceStrips d = strips_of(TB_PREC_Q8, 1000, 2048);
+    d.codes = reinterpret_cast<const uint8_t*>(uintptr_t{4096});  // never dereferenced: the
+    d.scales = reinterpret_cast<const uint16_t*>(uintptr_t{8192});  // launch is refused first
+    return d;
+  }();
+  static float y[4];
+  static float x[4];
+  static int8_t xq[4];
+  struct Case {
+    tb_act_mode mode;
+    GemmSchedule s;
+  };
+  const int64_t nsplit = split_plan(1000, 2048);
+  const Case cases[] = {
+      {TB_ACT_F32, {nsplit, false, 8, 2, true, false}},
+      {TB_ACT_I8, {nsplit, false, 16, 2, false, false}},
+      {TB_ACT_F32, {nsplit, false, 8, 1, false, true}},
+      {TB_ACT_F32, {nsplit, false, 8, 1, true, false}},
+      {TB_ACT_F32, {nsplit, false, 4, 1, false, false}},
+      {TB_ACT_I8, {nsplit, false, 8, 1, false, true}},
+  };
+  for (const Case& c : cases) {
+    cuda::GemmLaunch a;
+    a.mode = c.mode;
+    a.m = 33;
+    a.x = x;
+    a.xq = xq;
+    a.xd = x;
+    a.y = y;
+    const Status st = cuda::launch_gemm_schedule(w, a, c.s, nullptr);
+    CHECK(st.code() == TB_INVALID_ARGUMENT);
+    CHECK_MESSAGE(st.message().find("the product has no kernel") != std::string::npos, st.to_string());
+    const bool compiled = cuda::detail::prefill_kernel(TB_PREC_Q8, c.mode, c.s.row_tile, c.s.cols,
+                                                       c.s.all_slices, c.s.rows_inner) != nullptr;
+    CHECK_FALSE(compiled);
+  }
+  // A slice count above the contract's, and strip blocks at M > 1, are refused the same way.
+  cuda::GemmLaunch a;
+  a.mode = TB_ACT_F32;
+  a.m = 33;
+  a.x = x;
+  a.y = y;
+  CHECK(cuda::launch_gemm_schedule(w, a, {nsplit + 1, false, 8, 1, false, false}, nullptr).code() == TB_INVALID_ARGUMENT);
+  CHECK(cuda::launch_gemm_schedule(w, a, {nsplit, true, 1, 1, false, false}, nullptr).code() == TB_INVALID_ARGUMENT);
+}
+
+}  // namespace twinbit::cuda_test
+#endif
