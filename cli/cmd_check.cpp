@@ -20,8 +20,6 @@ struct CheckOptions {
   artifact::OpenOptions open;
 };
 
-}
-
 int run_check(const CheckOptions& o) {
   auto ms = parse_rows_list(o.ms);  // checked by rows_list_check() already
   if (!ms.ok()) return usage_error("check", ms.status());
