@@ -175,8 +175,10 @@ TEST_CASE("gpu gemm on subnormal activation scales (saturated i8 codes) and q8 c
           conformance::Rng rng(71 + m + k);
           conformance::tiny_activation_groups(rng, a.x, m, k, k);
           if (m == 1) {  // a single row: make all of it tiny, or the scales would hide it
-            for (int64_t i = 0; i < k; ++i) a.x[i] = std::ldexp(a.x[i], -140);
-            for (int64_t i = 1; i < 32; ++i) a.x[i] = std::ldexp(std::nearbyint(a.x[i] * 0x1p140f * 70.0f), -149);
+            // Group 0 holds whole multiples of 2^-149 (|v| <= 70 units); the rest is scaled down.
+            // (Scaling back by 2^140 in float would overflow to inf and make NaN inputs.)
+            for (int64_t i = 1; i < 32; ++i) a.x[i] = std::ldexp(std::nearbyint(a.x[i] * 70.0f), -149);
+            for (int64_t i = 32; i < k; ++i) a.x[i] = std::ldexp(a.x[i], -140);
             a.x[0] = std::ldexp(150.0f, -149);  // group 0: d = 2^-149, x/d = 150 -> code 127
           }
           const int64_t kp = pad32(k);
@@ -185,9 +187,11 @@ TEST_CASE("gpu gemm on subnormal activation scales (saturated i8 codes) and q8 c
             const auto want = reference(mode, m, h.view, a);
             std::vector<float> got(want.size(), std::nanf("0x7ab"));
             REQUIRE(cuda->gemm(*bound, gemm_args(mode, m, h.view, a, got.data())).ok());
-            CHECK_MESSAGE(bit_diff(want.data(), got.data(), m * n).first == 0,
-                          std::string(prec_name(prec)) << " " << std::string(act_mode_name(mode)) << " M=" << m
-                                          << " N=" << n << " K=" << k);
+            const auto [differ, at] = bit_diff(want.data(), got.data(), m * n);
+            CHECK_MESSAGE(differ == 0, std::string(prec_name(prec)) << " " << std::string(act_mode_name(mode))
+                                           << " M=" << m << " N=" << n << " K=" << k << ": first at " << at
+                                           << ", want " << (at < 0 ? 0.0f : want[at]) << " got "
+                                           << (at < 0 ? 0.0f : got[at]));
           }
         }
       }
@@ -212,9 +216,11 @@ TEST_CASE("gpu gemm without graphs equals reference bits, q8 q4 x f32 i8, M{1,8,
             const auto want = reference(mode, m, h.view, a);
             std::vector<float> got(want.size());
             REQUIRE(cuda->gemm(*bound, gemm_args(mode, m, h.view, a, got.data())).ok());
-            CHECK_MESSAGE(bit_diff(want.data(), got.data(), m * n).first == 0,
-                          std::string(prec_name(prec)) << " " << std::string(act_mode_name(mode)) << " M=" << m
-                                          << " N=" << n << " K=" << k);
+            const auto [differ, at] = bit_diff(want.data(), got.data(), m * n);
+            CHECK_MESSAGE(differ == 0, std::string(prec_name(prec)) << " " << std::string(act_mode_name(mode))
+                                           << " M=" << m << " N=" << n << " K=" << k << ": first at " << at
+                                           << ", want " << (at < 0 ? 0.0f : want[at]) << " got "
+                                           << (at < 0 ? 0.0f : got[at]));
           }
         }
       }
