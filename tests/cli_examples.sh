@@ -134,6 +134,11 @@ expect_error "unknown backend" "unknown backend 'gpu0'" "$tb" run "$dir/s.tbsc" 
 expect_error "unknown entry" "no entry 'nope'" "$tb" run "$dir/s.tbsc" --entry nope -o "$dir/z.f32"
 expect_error "bad mode" "mode" "$tb" run "$dir/s.tbsc" --entry attn_q.q8 --mode f16 -o "$dir/z.f32"
 expect_exit "bad M" 2 "M = 0 is out of range" "$tb" run "$dir/s.tbsc" --entry attn_q.q8 --m 0 -o "$dir/z.f32"
+# Exit 77 (cannot run here): the CUDA backend is built but this machine has no usable device.
+if "$tb" --help | grep -q "Built-in backends:.*cuda" && ! nvidia-smi -L >/dev/null 2>&1; then
+  expect_exit "run on cuda without a device" 77 "UNAVAILABLE" "$tb" run "$dir/s.tbsc" --entry attn_q.q8 --backend cuda -o "$dir/z.f32"
+  expect_exit "check against cuda without a device" 77 "UNAVAILABLE" "$tb" check "$dir/s.tbsc" --backend cpu --against cuda --entry attn_q.q8
+fi
 [ ! -e "$dir/z.f32" ] && pass "no output file left by failed runs" || bad "a failed run left z.f32"
 expect_usage "pack into a missing folder" "no folder" "$tb" pack --synthetic --small -o "$dir/missing/x.tbsc"
 ls "$dir"/missing* >/dev/null 2>&1 && bad "pack left something behind" || pass "failed pack left nothing"
