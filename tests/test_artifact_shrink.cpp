@@ -294,6 +294,11 @@ TEST_CASE("read_guard_fault_outside_any_guarded_range_still_kills_with_sigbus") 
   // The guard must not swallow faults that are not its own: with no handler before it (the
   // default action), an unguarded read of a cut page kills the process as it always did; with
   // one (a sanitizer's), that handler gets it.
+#if defined(__SANITIZE_ADDRESS__)
+  // A sanitizer's own SIGBUS handler reports and aborts: the default action is not observable.
+  MESSAGE("SKIPPED under AddressSanitizer: its SIGBUS handler replaces the default action");
+  return;
+#endif
   const testart::TempDir dir;
   const CutMapping cut(dir, 2, 1);
   const size_t page = cut.bytes / 2;

@@ -58,7 +58,8 @@ TEST_CASE("npy_parse_roundtrip_v1_v2_v3_key_order_and_quotes") {
   std::vector<float> values = {1.5f, -0.0f, 3e-39f, 7.0f, -2.25f, 1e30f};
   std::string file = npy::header({2, 3});
   file.append(reinterpret_cast<const char*>(values.data()), values.size() * 4);
-  auto a = npy::parse(bytes_of(file), "x.npy");
+  const std::vector<uint8_t> bytes = bytes_of(file);  // the parsed payload is a view into these
+  auto a = npy::parse(bytes, "x.npy");
   REQUIRE(a.ok());
   CHECK(a->shape == std::vector<int64_t>{2, 3});
   REQUIRE(a->payload.size() == 24);
