@@ -6,12 +6,14 @@
 #include <string>
 #include <vector>
 
+#include "core/backend_spec.h"
 #include "core/status.hpp"
 
 namespace twinbit::bench {
 
 struct Options {
-  std::string backend = "cpu";        // "cpu" | "cuda"
+  std::string backend = "cpu";        // --backend SPEC (core/backend_spec.h) naming cpu or cuda
+  BackendSpec spec;                   // its parse; cpu: --threads fills threads= when absent
   std::string json_path;              // --json FILE ("" = none)
   std::vector<std::string> shapes;    // --shape names (empty = all Qwen3-VL-2B shapes)
   std::vector<int64_t> ms = {1, 32};  // --m

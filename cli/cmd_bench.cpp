@@ -1,7 +1,8 @@
-// `twinbit bench --a SPEC --b SPEC`: interleaved A B A B ... timing in one process (warm-up, then
+// `twinbit bench --a SPEC [--a-case CASE] --b SPEC [--b-case CASE]`: interleaved A B A B ... timing in one process (warm-up, then
 // N rounds), per side median and spread, the ratio A/B and its spread (conformance/ab.h).
 #include <cstdio>
 
+#include "cli/backend_option.h"
 #include "cli/cli_common.h"
 #include "conformance/ab.h"
 #include "core/registry.h"
@@ -10,7 +11,7 @@ namespace twinbit::cli {
 namespace {
 
 struct BenchOptions {
-  std::string a, b, shape = "2048x2048", prec = "q8", mode = "f32";
+  std::string a, b, a_case, b_case, shape = "2048x2048", prec = "q8", mode = "f32";
   int64_t m = 1;
   int rounds = 15, warmup = 3;
   uint64_t seed = 1;
@@ -28,9 +29,13 @@ int run_bench(const BenchOptions& o) {
   if (!a.ok()) return usage_error("bench", a.status());
   auto b = parse_bench_spec(o.b, defaults);
   if (!b.ok()) return usage_error("bench", b.status());
-  for (const BenchSpec* side : {&a.value(), &b.value()}) {
-    if (side->backend.empty()) continue;  // a plugin: loaded by run_ab, a failure is exit 1
-    if (auto probe = create_backend(side->backend); !probe.ok()) return fail_backend("bench", probe.status());
+  if (Status s = parse_bench_case(o.a_case, a.value()); !s.ok()) return usage_error("bench", s);
+  if (Status s = parse_bench_case(o.b_case, b.value()); !s.ok()) return usage_error("bench", s);
+  for (BenchSpec* side : {&a.value(), &b.value()}) {
+    apply_environment_defaults(side->backend);
+    if (side->backend.is_plugin()) continue;  // loaded by run_ab: a failure is exit 1
+    int exit_code = kExitOk;
+    if (auto probe = open_backend_spec("bench", side->backend, &exit_code); !probe.ok()) return exit_code;
   }
   if (Status s = check_host_memory(a->host_bytes() + b->host_bytes(),
                                    "the weights, inputs and outputs of A and B");
@@ -81,18 +86,22 @@ Command add_bench(CLI::App& root) {
       "bench",
       "Interleaved A/B timing in one process: warm-up, then rounds of A B A B ...; prints each\n"
       "side's median and spread (p10..p90) and the ratio A/B with its spread. Synthetic weights.\n"
-      "SPEC = BACKEND[:key=value[,key=value...]]\n"
-      "  BACKEND      built-in name (cpu, cuda, ...) or a plugin path (contains '/')\n"
+      "Each side is a backend SPEC (below) and a CASE = key=value[,key=value...]:\n"
       "  shape=KxN    K inputs x N outputs (default --shape)\n"
       "  m=M          activation rows (default --m)\n"
       "  prec=q8|q4   weight precision (default --prec)\n"
       "  mode=f32|i8  activation mode (default --mode)\n"
       "  op=gemm|read_floor   the projection, or the backend's pure read of the same bytes\n"
-      "Examples: --a cpu --b cuda;  --a cpu:mode=f32 --b cpu:mode=i8;  --a cuda:m=1 --b cuda:m=32\n"
+      "Examples: --a cpu --b cuda;  --a cpu,threads=1 --b cpu,threads=8;  --a cuda:0 --b cuda:1;\n"
+      "  --a cpu --a-case mode=f32 --b cpu --b-case mode=i8;  --a cuda --a-case m=1 --b cuda --b-case m=32\n"
+      "The older one-argument BACKEND:CASE (--a cuda:m=32) is still read.\n"
       "When A and B run the same gemm (shape, m, prec, mode) their outputs are compared bit for\n"
       "bit; any difference is exit 1.");
-  app->add_option("--a", opt->a, "Side A (SPEC)")->required();
-  app->add_option("--b", opt->b, "Side B (SPEC)")->required();
+  app->footer(kBackendOptionHelp);
+  app->add_option("--a", opt->a, backend_option_help("Side A"))->required();
+  app->add_option("--a-case", opt->a_case, "Side A's CASE, e.g. m=32,prec=q4 (default: the options below)");
+  app->add_option("--b", opt->b, backend_option_help("Side B"))->required();
+  app->add_option("--b-case", opt->b_case, "Side B's CASE");
   app->add_option("--shape", opt->shape, "Default shape KxN")->capture_default_str();
   app->add_option("--m", opt->m, "Default rows M")->check(rows_check())->capture_default_str();
   app->add_option("--prec", opt->prec, "Default precision")->check(CLI::IsMember({"q8", "q4"}))->capture_default_str();

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <sstream>
 
+#include "cli/backend_option.h"
 #include "cli/cli_common.h"
 #include "conformance/porting_check.h"
 
@@ -40,10 +41,11 @@ int run_check(const CheckOptions& o) {
   auto opened = artifact::Artifact::open(o.path, o.open);
   if (!opened.ok()) return fail("check", opened.status());
   const artifact::Artifact& art = *opened.value();
-  auto ba = conformance::open_backend(conformance::BackendSpec::from_argument(o.a));
-  if (!ba.ok()) return fail_backend("check", ba.status());
-  auto bb = conformance::open_backend(conformance::BackendSpec::from_argument(o.b));
-  if (!bb.ok()) return fail_backend("check", bb.status());
+  int exit_code = kExitOk;
+  auto ba = open_backend_option("check", o.a, &exit_code);
+  if (!ba.ok()) return exit_code;
+  auto bb = open_backend_option("check", o.b, &exit_code);
+  if (!bb.ok()) return exit_code;
 
   // The gated-delta set runs as one step: a glob naming any of its entries selects all of them.
   auto matches = [&](const std::string& name) { return fnmatch(o.entry.c_str(), name.c_str(), 0) == 0; };
@@ -99,12 +101,12 @@ Command add_check(CLI::App& root) {
                "  gdn.* entries   one gated-delta step (state and o)\n"
                "One line per comparison with differing/total, the first differing index and the max\n"
                "ulp distance. Exit 1 if anything differs or fails.");
-  app->footer("A backend is a built-in name or a plugin path (anything containing '/'), as for bench.\n"
+  app->footer(std::string(kBackendOptionHelp) + "\n"
               "Examples: twinbit check model.tbsc --backend cpu --against cuda\n"
               "          twinbit check model.tbsc --backend cpu --against ./libmine.so --entry 'attn_*'");
   app->add_option("artifact", opt->path, "Artifact file (twinbit pack / the demo's cache)")->required();
-  app->add_option("--backend", opt->a, "First backend: name or plugin path")->required();
-  app->add_option("--against", opt->b, "Second backend: name or plugin path")->required();
+  app->add_option("--backend", opt->a, backend_option_help("First backend"))->required();
+  app->add_option("--against", opt->b, backend_option_help("Second backend"))->required();
   app->add_option("--m", opt->ms, "Batch sizes, comma separated")->check(rows_list_check())->capture_default_str();
   app->add_option("--mode", opt->modes, "Activation modes, comma separated (f32, i8)")->capture_default_str();
   app->add_option("--entry", opt->entry, "Only entries matching this glob")->capture_default_str();

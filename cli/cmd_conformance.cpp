@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <optional>
 
+#include "cli/backend_option.h"
 #include "cli/cli_common.h"
 #include "cli/output_path.h"
 #include "conformance/conformance.h"
@@ -49,15 +50,19 @@ int run_conformance(const ConformanceOptions& o) {
     if (!f.ok()) return fail_output("conformance", f.status());
     junit.emplace(std::move(f).value());
   }
-  BackendSpec spec{o.backend, o.plugin};
-  if (spec.name.empty() && spec.plugin_path.empty()) spec.name = "cpu";
-  auto backend = open_backend(spec);
-  if (!backend.ok()) {
-    if (backend.status().code() == TB_UNAVAILABLE && spec.plugin_path.empty()) {
-      return fail_backend("conformance", backend.status());  // 77: skipped, never passed
-    }
-    return fail("conformance", backend.status());
+  // --plugin PATH is --backend PATH; a built-in that cannot run here is 77 (skipped, never
+  // passed), a plugin that does not load is 1.
+  const std::string named = !o.plugin.empty() ? o.plugin : o.backend.empty() ? "cpu" : o.backend;
+  auto spec = parse_backend_spec(named);
+  if (!spec.ok()) return usage_error("conformance", spec.status());
+  if (!o.plugin.empty() && !spec->is_plugin()) {  // "--plugin libx.so": a path all the same
+    spec.value() = BackendSpec{};
+    spec->plugin_path = o.plugin;
   }
+  apply_environment_defaults(spec.value());
+  int exit_code = kExitOk;
+  auto backend = open_backend_spec("conformance", spec.value(), &exit_code);
+  if (!backend.ok()) return exit_code;
 
   SuiteOptions so;
   so.seed = o.seed;
@@ -82,10 +87,10 @@ int run_conformance(const ConformanceOptions& o) {
   }
   if (!o.quiet) {
     std::fprintf(stderr, "twinbit conformance: %zu cases on %s (%s), seed %llu\n", cases.size(),
-                 backend->name().c_str(), spec.label().c_str(), static_cast<unsigned long long>(o.seed));
+                 backend->name().c_str(), spec->to_string().c_str(), static_cast<unsigned long long>(o.seed));
   }
   Report rep = run_suite(backend.value(), cases, so);
-  rep.source = spec.plugin_path.empty() ? "built in" : "plugin " + spec.plugin_path;
+  rep.source = spec->is_plugin() ? "plugin " + spec->to_string() : "built in, " + spec->to_string();
   rep.sweep = o.sweep + (o.filter.empty() ? "" : ", filter " + o.filter);
   rep.random_cases = o.cases;
 
@@ -116,7 +121,8 @@ Command add_conformance(CLI::App& root) {
       "drawn from --seed. Prints a report (backend, device, library, seed, one line per case that\n"
       "is not equal, totals); exit 0 = pass, 1 = a difference/error/stale expected failure,\n"
       "77 = the backend cannot run on this machine.");
-  auto* b = app->add_option("--backend", opt->backend, "Built-in backend to test (default cpu)");
+  app->footer(kBackendOptionHelp);
+  auto* b = app->add_option("--backend", opt->backend, backend_option_help("Backend to test (default cpu)"));
   auto* p = app->add_option("--plugin", opt->plugin, "Shared library exporting tb_backend_create_v1");
   b->excludes(p);
   app->add_option("--seed", opt->seed, "Seed of the random cases and of every input")->capture_default_str();

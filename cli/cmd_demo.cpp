@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "artifacts/synthetic.h"
+#include "cli/backend_option.h"
 #include "cli/cli_common.h"
 #include "core/numerics.h"
 #include "core/op_checks.h"
@@ -24,7 +25,7 @@ struct DemoOptions {
   uint64_t seed = 42;
   bool json = false;
   bool small = false;
-  std::vector<std::string> backends;  // empty = every built-in
+  std::vector<std::string> specs, backends;  // --backend, --backends; both empty = every built-in
   std::string cache;
   double ref_budget = 4e7;  // reference multiply-adds per case before sampling columns
   artifact::OpenOptions open;
@@ -116,16 +117,21 @@ int Demo::run() {
   auto art = open_or_make_synthetic(dir, opt_.seed, !opt_.small, opt_.open);
   if (!art.ok()) return fail("demo", art.status());
 
-  std::vector<std::string> names = opt_.backends;
+  std::vector<std::string> names = opt_.specs;
+  names.insert(names.end(), opt_.backends.begin(), opt_.backends.end());
   if (names.empty()) {
     for (const BackendEntry& e : builtin_backends()) names.push_back(e.name);
   }
   for (const std::string& name : names) {
-    // A name with a '/' is a plugin, as in bench and gate; one that does not load is a failure.
-    const bool plugin = name.find('/') != std::string::npos;
-    auto b = plugin ? load_plugin(name) : create_backend(name);
+    // As every command names a backend (cli/backend_option.h): a bad spec, unknown name or
+    // rejected parameter is a usage error, a plugin that does not load a failure; a built-in
+    // without a device here is left out and listed.
+    auto spec = backend_spec_from_option(name);
+    if (!spec.ok()) return usage_error("demo", spec.status());
+    auto b = create_backend(spec.value());
     if (!b.ok()) {
-      if (plugin || b.status().code() == TB_INVALID_ARGUMENT) return fail("demo", b.status());
+      if (spec->is_plugin()) return fail("demo", b.status());
+      if (b.status().code() == TB_INVALID_ARGUMENT) return usage_error("demo", b.status());
       skipped_.push_back(name + ": " + b.status().to_string());
       continue;
     }
@@ -376,8 +382,12 @@ Command add_demo(CLI::App& root) {
   app->add_option("--seed", opt->seed, "Seed of the synthetic weights and inputs")->capture_default_str();
   app->add_flag("--json", opt->json, "Print one JSON object {\"rows\": [...]} instead of the table");
   app->add_flag("--small", opt->small, "Leave out lm_head (151936 x 2048): a faster run");
+  app->footer(kBackendOptionHelp);
+  app->add_option("--backend", opt->specs,
+                  backend_option_help("Only this backend (repeat for several)"));
   app->add_option("--backends", opt->backends,
-                  "Only these backends (comma-separated; a path with a '/' loads a plugin)")->delimiter(',');
+                  "Only these backends, comma-separated names or paths without parameters (give a "
+                  "spec with parameters with --backend)")->delimiter(',');
   app->add_option("--cache", opt->cache, "Folder for the generated artifact");
   add_read_option(app, opt->open);
   return Command{app, [opt] { return Demo(*opt).run(); }};

@@ -4,6 +4,7 @@
 // costs: the shape is worth optimising. Below that, it is already close to the floor.
 #include <cstdio>
 
+#include "cli/backend_option.h"
 #include "cli/cli_common.h"
 #include "conformance/ab.h"
 #include "core/registry.h"
@@ -23,17 +24,18 @@ struct GateOptions {
 int run_gate(const GateOptions& o) {
   using namespace conformance;
   BenchSpec base;
-  const BackendSpec where = BackendSpec::from_argument(o.backend);
-  base.backend = where.name;
-  base.plugin_path = where.plugin_path;
+  auto where = backend_spec_from_option(o.backend);
+  if (!where.ok()) return usage_error("gate", where.status());
+  base.backend = where.value();
   if (Status s = parse_shape(o.shape, base.k, base.n); !s.ok()) return usage_error("gate", s);
   base.m = o.m;
   base.prec = o.prec == "q4" ? TB_PREC_Q4 : TB_PREC_Q8;
   base.mode = o.mode == "i8" ? TB_ACT_I8 : TB_ACT_F32;
   BenchSpec floor = base;
   floor.read_floor = true;
-  if (!base.backend.empty()) {
-    if (auto probe = create_backend(base.backend); !probe.ok()) return fail_backend("gate", probe.status());
+  if (!base.backend.is_plugin()) {  // a plugin is loaded by run_ab: a failure is exit 1
+    int exit_code = kExitOk;
+    if (auto probe = open_backend_spec("gate", base.backend, &exit_code); !probe.ok()) return exit_code;
   }
   if (Status s = check_host_memory(base.host_bytes() + floor.host_bytes(),
                                    "the weights, inputs and outputs of the gemm and its floor");
@@ -83,7 +85,8 @@ Command add_gate(CLI::App& root) {
       "the same backend (its read_floor entry), interleaved in one process, and report\n"
       "baseline/floor and whether it passes the 1.20 gate (>= 1.20: worth optimising). A backend\n"
       "without read_floor gets no invented floor: the command says so and exits 1.");
-  app->add_option("--backend", opt->backend, "Backend name or plugin path")->required();
+  app->footer(kBackendOptionHelp);
+  app->add_option("--backend", opt->backend, backend_option_help("Backend"))->required();
   app->add_option("--shape", opt->shape, "Projection KxN, e.g. 2048x6144")->required();
   app->add_option("--m", opt->m, "Rows M")->check(rows_check())->capture_default_str();
   app->add_option("--prec", opt->prec, "Weight precision")->check(CLI::IsMember({"q8", "q4"}))->capture_default_str();

@@ -4,6 +4,7 @@
 #include <xxhash.h>
 
 #include "artifacts/float_rows_file.h"
+#include "cli/backend_option.h"
 #include "cli/cli_common.h"
 #include "cli/output_path.h"
 #include "conformance/conformance.h"
@@ -50,8 +51,9 @@ int run_run(const RunOptions& o) {
   if (!in_format.ok()) return usage_error("run", in_format.status());
   auto out_format = artifact::parse_file_format(o.output_format);
   if (!out_format.ok()) return usage_error("run", out_format.status());
-  auto backend = conformance::open_backend(conformance::BackendSpec::from_argument(o.backend));
-  if (!backend.ok()) return fail_backend("run", backend.status());
+  int exit_code = kExitOk;
+  auto backend = open_backend_option("run", o.backend, &exit_code);
+  if (!backend.ok()) return exit_code;
   auto view = art.view_verified(*e);
   if (!view.ok()) return fail("run", view.status());
   auto bound = backend->bind(view.value());
@@ -115,10 +117,11 @@ Command add_run(CLI::App& root) {
               "  twinbit run model.tbsc --entry attn_q.q8 --input x.npy -o y.npy\n"
               "  twinbit run model.tbsc --entry ffn_down.q4 --mode i8 --input x.f32 -o y.f32\n"
               "  twinbit run model.tbsc --entry attn_q.q8 --backend ./libmine.so --m 32 -o y.npy\n"
-              "Row r of y at M = 32 must equal y of row r alone (M = 1), byte for byte.");
+              "Row r of y at M = 32 must equal y of row r alone (M = 1), byte for byte.\n" +
+              std::string(kBackendOptionHelp));
   app->add_option("file", opt->path, "Artifact file")->required();
   app->add_option("--entry", opt->entry, "Strip entry to run, e.g. attn_q.q8")->required();
-  app->add_option("--backend", opt->backend, "Backend name or plugin path (contains '/')")->capture_default_str();
+  app->add_option("--backend", opt->backend, backend_option_help("Backend"))->capture_default_str();
   auto* input = app->add_option("--input", opt->input, "Activations file (.npy or raw .f32)");
   auto* m = app->add_option("--m", opt->m, "Rows M of synthetic activations")->check(rows_check())->capture_default_str();
   app->add_option("--mode", opt->mode, "Activation mode")->check(CLI::IsMember({"f32", "i8"}))->capture_default_str();

@@ -16,8 +16,8 @@
 namespace twinbit::conformance {
 
 std::string BenchSpec::text() const {
-  return Format("%s:shape=%lldx%lld,m=%lld,prec=%s,mode=%s,op=%s",
-                plugin_path.empty() ? backend.c_str() : plugin_path.c_str(), (long long)k,
+  return Format("%s case shape=%lldx%lld,m=%lld,prec=%s,mode=%s,op=%s",
+                backend.to_string().c_str(), (long long)k,
                 (long long)n, (long long)m, prec_name(prec), act_mode_name(mode),
                 read_floor ? "read_floor" : "gemm");
 }
@@ -42,22 +42,8 @@ Status parse_shape(const std::string& t, int64_t& k, int64_t& n) {
   return Status();
 }
 
-Result<BenchSpec> parse_bench_spec(const std::string& spec, const BenchSpec& defaults) {
-  BenchSpec s = defaults;
-  s.backend.clear();
-  s.plugin_path.clear();
-  // The backend part ends at the first ':' that is followed by key=value pairs.
-  size_t colon = spec.find(':');
-  while (colon != std::string::npos && spec.find('=', colon) == std::string::npos) {
-    colon = spec.find(':', colon + 1);
-  }
-  const std::string who = spec.substr(0, colon);
-  if (who.empty()) return Error(TB_INVALID_ARGUMENT, "spec '%s' names no backend (expected BACKEND[:key=value,...])", spec.c_str());
-  const BackendSpec where = BackendSpec::from_argument(who);
-  s.backend = where.name;
-  s.plugin_path = where.plugin_path;
-  if (colon == std::string::npos) return s;
-  std::stringstream in(spec.substr(colon + 1));
+Status parse_bench_case(const std::string& text, BenchSpec& s) {
+  std::stringstream in(text);
   std::string kv;
   while (std::getline(in, kv, ',')) {
     const size_t eq = kv.find('=');
@@ -69,10 +55,10 @@ Result<BenchSpec> parse_bench_spec(const std::string& spec, const BenchSpec& def
       errno = 0;
       const long long m = std::strtoll(value.c_str(), &end, 10);
       if (value.empty() || *end || errno == ERANGE) {
-        return Error(TB_INVALID_ARGUMENT, "spec '%s': m=%s is not a row count (expected %lld .. %lld)",
-                     spec.c_str(), value.c_str(), (long long)kMinRows, (long long)kMaxRows);
+        return Error(TB_INVALID_ARGUMENT, "case '%s': m=%s is not a row count (expected %lld .. %lld)",
+                     text.c_str(), value.c_str(), (long long)kMinRows, (long long)kMaxRows);
       }
-      TB_RETURN_IF_ERROR(check_rows(m, Format("spec '%s': m", spec.c_str()).c_str()));
+      TB_RETURN_IF_ERROR(check_rows(m, Format("case '%s': m", text.c_str()).c_str()));
       s.m = m;
     } else if (key == "prec" && (value == "q8" || value == "q4")) {
       s.prec = value == "q8" ? TB_PREC_Q8 : TB_PREC_Q4;
@@ -81,10 +67,31 @@ Result<BenchSpec> parse_bench_spec(const std::string& spec, const BenchSpec& def
     } else if (key == "op" && (value == "gemm" || value == "read_floor")) {
       s.read_floor = value == "read_floor";
     } else {
-      return Error(TB_INVALID_ARGUMENT, "spec '%s': '%s' is not understood (expected shape=KxN, m=M, "
-                   "prec=q8|q4, mode=f32|i8 or op=gemm|read_floor)", spec.c_str(), kv.c_str());
+      return Error(TB_INVALID_ARGUMENT, "case '%s': '%s' is not understood (expected shape=KxN, "
+                   "m=M, prec=q8|q4, mode=f32|i8 or op=gemm|read_floor; a backend's creation "
+                   "parameters follow its name after a comma: cpu,threads=8)", text.c_str(),
+                   kv.c_str());
     }
   }
+  return Status();
+}
+
+Result<BenchSpec> parse_bench_spec(const std::string& spec, const BenchSpec& defaults) {
+  BenchSpec s = defaults;
+  s.backend = {};
+  // The older form BACKEND:CASE ("cuda:m=32", "./lib.so:shape=64x64"): a ':' followed by
+  // key=value pairs. A device index after ':' has no '=' before the next ',', so "cuda:1,..."
+  // is the spec grammar.
+  size_t colon = spec.find(':');
+  while (colon != std::string::npos) {
+    const std::string after = spec.substr(colon + 1, spec.find(',', colon) - colon - 1);
+    if (after.find('=') != std::string::npos) break;
+    colon = spec.find(':', colon + 1);
+  }
+  auto backend = parse_backend_spec(spec.substr(0, colon));
+  if (!backend.ok()) return backend.status();
+  s.backend = std::move(backend).value();
+  if (colon != std::string::npos) TB_RETURN_IF_ERROR(parse_bench_case(spec.substr(colon + 1), s));
   return s;
 }
 
@@ -147,9 +154,9 @@ Result<AbResult> run_ab(const BenchSpec& sa, const BenchSpec& sb, const AbOption
   for (int i = 0; i < 2; ++i) {
     Side& s = sides[i];
     s.spec = *specs[i];
-    const std::string key = s.spec.plugin_path.empty() ? s.spec.backend : s.spec.plugin_path;
+    const std::string key = s.spec.backend.to_string();
     if (!backends.count(key)) {
-      auto b = open_backend(BackendSpec{s.spec.backend, s.spec.plugin_path});
+      auto b = create_backend(s.spec.backend);
       if (!b.ok()) return b.status();
       backends[key] = std::make_unique<Backend>(std::move(b).value());
     }

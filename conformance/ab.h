@@ -6,15 +6,15 @@
 // and then all of B folds that drift into the ratio. Alternating A B A B ... exposes both sides to
 // the same drift, and the per-round ratio a_i / b_i cancels most of it.
 //
-// A SPEC names what one side runs:  BACKEND[:KEY=VALUE[,KEY=VALUE...]]
-//   BACKEND      a built-in name ("cpu", "cuda") or a plugin path (anything containing '/')
+// A side is a backend (core/backend_spec.h: "cpu,threads=8", "cuda:1", "./libvendor.so") and a
+// CASE, comma-separated key=value pairs, each defaulting to the command's options:
 //   shape=KxN    the projection: K inputs x N outputs        (default: the command's --shape)
 //   m=M          rows of the activation batch, 1 .. kMaxRows (core/rows.h) (default: --m)
 //   prec=q8|q4   weight precision                            (default: --prec)
 //   mode=f32|i8  activation mode                             (default: --mode)
 //   op=gemm|read_floor   the gemm, or the backend's pure read of the same weight bytes
-// e.g. "cpu", "cuda:m=32", "cpu:prec=q4,mode=i8", "./libvendor.so:shape=6144x2048".
-//
+// The older one-argument form BACKEND:CASE ("cuda:m=32", "cpu:prec=q4,mode=i8") is still read:
+// a ':' followed by key=value pairs starts the case, a ':' followed by digits is a device.
 // Weights and activations are synthetic (conformance/inputs.h) from --seed; both sides get the
 // same bytes when their shapes and precisions match, so their outputs are also compared (bits).
 #pragma once
@@ -28,20 +28,22 @@
 namespace twinbit::conformance {
 
 struct BenchSpec {
-  std::string backend;      // built-in name, or
-  std::string plugin_path;  // a plugin
+  BackendSpec backend;
   tb_prec prec = TB_PREC_Q8;
   tb_act_mode mode = TB_ACT_F32;
   int64_t m = 1, k = 2048, n = 2048;
   bool read_floor = false;  // op=read_floor
-  std::string text() const;  // "cpu:shape=2048x2048,m=1,prec=q8,mode=f32,op=gemm"
+  std::string text() const;  // "cpu,threads=8 case shape=2048x2048,m=1,prec=q8,mode=f32,op=gemm"
   // Host bytes run_ab holds for this side (its weights, x, xq, xd, y), so a caller can refuse an
   // M or shape that cannot fit before anything is allocated.
   uint64_t host_bytes() const;
 };
 
-// Parses a SPEC over `defaults`; errors say which part was not understood and what was expected.
+// Parses a backend spec, or the older BACKEND:CASE, over `defaults`; errors say which part was
+// not understood and what was expected.
 Result<BenchSpec> parse_bench_spec(const std::string& spec, const BenchSpec& defaults);
+// Applies a CASE ("m=32,prec=q4") to `s`.
+Status parse_bench_case(const std::string& text, BenchSpec& s);
 // "2048x6144" -> k 2048, n 6144.
 Status parse_shape(const std::string& text, int64_t& k, int64_t& n);
 

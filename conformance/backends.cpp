@@ -6,30 +6,6 @@
 
 namespace twinbit::conformance {
 
-std::string BackendSpec::label() const {
-  if (!plugin_path.empty()) return "plugin " + plugin_path;
-  return name + " (built in)";
-}
-
-BackendSpec BackendSpec::from_argument(const std::string& name_or_path) {
-  BackendSpec s;
-  (name_or_path.find('/') != std::string::npos ? s.plugin_path : s.name) = name_or_path;
-  return s;
-}
-
-Result<Backend> open_backend(const BackendSpec& spec) {
-  if (!spec.plugin_path.empty() && !spec.name.empty()) {
-    return Error(TB_INVALID_ARGUMENT, "give a built-in name or a plugin path, not both (got '%s' "
-                 "and '%s')", spec.name.c_str(), spec.plugin_path.c_str());
-  }
-  if (!spec.plugin_path.empty()) return load_plugin(spec.plugin_path);
-  if (spec.name.empty()) {
-    return Error(TB_INVALID_ARGUMENT, "no backend named (built in: %s)",
-                 builtin_backend_names().c_str());
-  }
-  return create_backend(spec.name);
-}
-
 std::vector<std::string> split_tags(const std::string& features) {
   std::vector<std::string> tags;
   std::stringstream in(features);

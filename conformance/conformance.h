@@ -40,22 +40,13 @@
 #include <vector>
 
 #include "core/backend.hpp"
+#include "core/backend_spec.h"
 #include "core/registry.h"
 #include "core/status.hpp"
 
 namespace twinbit::conformance {
 
 // --- backends ------------------------------------------------------------------------------
-
-// Where a backend comes from: a built-in name or a plugin path (exactly one is set).
-struct BackendSpec {
-  std::string name;         // built in: "cpu", "cuda", "null"
-  std::string plugin_path;  // plugin: a shared library exporting tb_backend_create_v1
-  std::string label() const;  // "cpu (built in)" / "plugin ./libx.so"
-  // A backend as the commands take it in one argument (run, check, bench, gate): a plugin path
-  // when it contains '/' ("./libmine.so"), a built-in name otherwise ("cpu").
-  static BackendSpec from_argument(const std::string& name_or_path);
-};
 
 // One registry row: identity and capability tags as the backend describes itself.
 struct BackendListing {
@@ -67,7 +58,6 @@ struct BackendListing {
   std::vector<std::string> tags;  // describe().features split at commas
 };
 
-Result<Backend> open_backend(const BackendSpec& spec);
 // Every built-in backend, in registry order, created once to read its identity.
 std::vector<BackendListing> list_builtin_backends();
 std::vector<std::string> split_tags(const std::string& features);

@@ -77,7 +77,7 @@ class Fallbacks {
       tb_backend raw{};
       tb_error err{};
       std::unique_ptr<Backend> b;
-      if (e.create(TB_BACKEND_ABI_VERSION, &raw, &err) == TB_OK) {
+      if (e.create(TB_BACKEND_ABI_VERSION, &raw, &err, nullptr) == TB_OK) {
         auto adopted = Backend::adopt(raw);
         if (adopted.ok()) b = std::make_unique<Backend>(std::move(adopted).value());
       }

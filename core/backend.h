@@ -183,14 +183,49 @@ typedef struct tb_backend {
   void* ctx;
 } tb_backend;
 
-// The entry point of a backend. `host_abi_version` is the caller's TB_BACKEND_ABI_VERSION; a
-// backend that does not speak it returns TB_FAILED_PRECONDITION naming both versions.
-// Returns TB_UNAVAILABLE when the backend cannot run here (no device).
-typedef tb_code (*tb_backend_create_fn)(uint32_t host_abi_version, tb_backend* out_backend,
-                                        tb_error* err);
+// ---- Creation: parameters, devices and the entry point -------------------------------------
+//
+// A backend is created from a spec (core/backend_spec.h: "cpu,threads=8", "cuda:1") whose
+// device and key/value parameters reach it through tb_backend_params. Each backend validates them
+// exactly at creation: an unknown key or a bad value is TB_INVALID_ARGUMENT quoting it and listing
+// the valid keys or values; a device index it does not have is TB_UNAVAILABLE naming the count.
+// docs/BACKENDS.md lists every built-in backend's keys.
 
-// The symbol a plugin shared library exports.
+typedef struct tb_backend_param {
+  const char* key;    // [a-z0-9_]+, NUL-terminated
+  const char* value;  // NUL-terminated
+} tb_backend_param;
+
+// Owned by the caller, valid during the create call only (a backend copies what it keeps).
+typedef struct tb_backend_params {
+  int32_t device;                 // device index; -1 = the backend's default device
+  const tb_backend_param* items;  // `count` distinct keys, in the order the spec gave them
+  uint32_t count;
+} tb_backend_params;
+
+// The entry point of a backend. `host_abi_version` is the caller's TB_BACKEND_ABI_VERSION; a
+// backend that does not speak it returns TB_FAILED_PRECONDITION naming both versions. `params`
+// may be NULL (default device, no parameters). Returns TB_UNAVAILABLE when the backend cannot
+// run here (no device). The parameters come last so that a plugin of ABI version 1, which knows
+// only the first three arguments, still reads them where they are and refuses by version.
+typedef tb_code (*tb_backend_create_fn)(uint32_t host_abi_version, tb_backend* out_backend,
+                                        tb_error* err, const tb_backend_params* params);
+
+// One device a backend can be created on (the index is its position in the list).
+#define TB_DEVICE_NAME_CAPACITY 256
+typedef struct tb_device_info {
+  char name[TB_DEVICE_NAME_CAPACITY];  // NUL-terminated: "NVIDIA H200 (device 1, 132 SMs)"
+} tb_device_info;
+
+// (optional) Lists the devices of a backend without creating it: writes min(count, capacity)
+// entries to `out` and the number of devices to *out_count. TB_UNAVAILABLE with the reason when
+// the backend cannot run here (no driver). A backend without this function has one device, 0.
+typedef tb_code (*tb_backend_devices_fn)(uint32_t host_abi_version, tb_device_info* out,
+                                         uint32_t capacity, uint32_t* out_count, tb_error* err);
+
+// The symbols a plugin shared library exports: the entry point, and optionally its devices.
 #define TB_PLUGIN_ENTRY_SYMBOL "tb_backend_create_v1"
+#define TB_PLUGIN_DEVICES_SYMBOL "tb_backend_devices_v1"
 
 #ifdef __cplusplus
 }  // extern "C"

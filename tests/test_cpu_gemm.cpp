@@ -284,18 +284,15 @@ TEST_CASE("cpu gemm mode i8 prefetch distances 0 (no software prefetch) / 2 KiB 
   MESSAGE(calls << " gemm calls memcmp-equal to the reference");
 }
 
-TEST_CASE("cpu backend: TWINBIT_CPU_PREFETCH_BYTES bad values are INVALID_ARGUMENT naming it; set_prefetch_bytes checks its arguments") {
-  for (const char* bad : {"-1", "65537", "4k", ""}) {
-    ::setenv("TWINBIT_CPU_PREFETCH_BYTES", bad, 1);
-    auto c = create_cpu_backend();
-    ::unsetenv("TWINBIT_CPU_PREFETCH_BYTES");
-    if (*bad == '\0') {  // empty: the default
-      CHECK(c.ok());
-      continue;
-    }
+TEST_CASE("cpu backend: prefetch_bytes bad values are INVALID_ARGUMENT naming it; set_prefetch_bytes checks its arguments") {
+  for (const char* bad : {"-1", "65537", "4k", "", "+8"}) {
+    auto c = create_cpu_backend({{"prefetch_bytes", bad}});
     REQUIRE_FALSE(c.ok());
     CHECK(c.status().code() == TB_INVALID_ARGUMENT);
-    CHECK(c.status().message().find("TWINBIT_CPU_PREFETCH_BYTES") != std::string::npos);
+    CHECK(c.status().message().find(std::string("prefetch_bytes=") + bad) != std::string::npos);
+  }
+  for (const char* good : {"0", "4096", "65536"}) {
+    CHECK(create_cpu_backend({{"prefetch_bytes", good}}).ok());
   }
   auto ok = create_cpu_backend();
   REQUIRE(ok.ok());
@@ -307,9 +304,11 @@ TEST_CASE("cpu backend: TWINBIT_CPU_PREFETCH_BYTES bad values are INVALID_ARGUME
   CHECK(cpu::set_prefetch_bytes(other, "4096", &err) == TB_INVALID_ARGUMENT);
 }
 
-TEST_CASE("cpu backend: the removed measurement switches (TWINBIT_CPU_F32_DECODE, TWINBIT_CPU_I8_PREFETCH, TWINBIT_CPU_PREFETCH_LEVEL) are not read: one schedule per tag") {
-  // Values the switches once rejected: creation now ignores the variables altogether.
-  for (const char* var : {"TWINBIT_CPU_F32_DECODE", "TWINBIT_CPU_I8_PREFETCH", "TWINBIT_CPU_PREFETCH_LEVEL"}) {
+TEST_CASE("cpu backend: reads no environment variable (TWINBIT_CPU_* are CLI defaults; the removed measurement switches are gone)") {
+  // Values the backend would reject as parameters: creation ignores the variables altogether.
+  for (const char* var : {"TWINBIT_CPU_ARCH", "TWINBIT_CPU_THREADS", "TWINBIT_CPU_PREFETCH_BYTES",
+                          "TWINBIT_CPU_F32_DECODE", "TWINBIT_CPU_I8_PREFETCH",
+                          "TWINBIT_CPU_PREFETCH_LEVEL"}) {
     ::setenv(var, "no-such-variant", 1);
     auto b = create_cpu_backend();
     ::unsetenv(var);
@@ -317,11 +316,10 @@ TEST_CASE("cpu backend: the removed measurement switches (TWINBIT_CPU_F32_DECODE
   }
 }
 
-TEST_CASE("cpu backend: TWINBIT_CPU_ARCH unknown value is INVALID_ARGUMENT listing the valid tags") {
-  ::setenv("TWINBIT_CPU_ARCH", "avx512", 1);
-  auto b = create_cpu_backend();
-  ::unsetenv("TWINBIT_CPU_ARCH");
+TEST_CASE("cpu backend: isa unknown value is INVALID_ARGUMENT listing the valid tags") {
+  auto b = create_cpu_backend({{"isa", "avx512"}});
   REQUIRE_FALSE(b.ok());
+  CHECK(b.status().message().find("isa=avx512") != std::string::npos);
   CHECK(b.status().code() == TB_INVALID_ARGUMENT);
   CHECK(b.status().message().find("avx512vnni, avx512bw, fma3_avx2, sse2") != std::string::npos);
 }

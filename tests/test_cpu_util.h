@@ -89,25 +89,17 @@ inline std::vector<float> random_activations(int64_t count, uint64_t seed) {
   return x;
 }
 
-// The built-in "cpu" backend, created through its registry entry.
-inline Result<Backend> create_cpu_backend() {
-  for (const BackendEntry& e : builtin_backends()) {
-    if (std::string(e.name) != "cpu") continue;
-    tb_backend raw{};
-    tb_error err{};
-    const tb_code code = e.create(TB_BACKEND_ABI_VERSION, &raw, &err);
-    if (code != TB_OK) return Status::from_c(code, err);
-    return Backend::adopt(raw);
-  }
-  return Status(TB_INTERNAL, "this build registers no cpu backend");
+// The built-in "cpu" backend with creation parameters (a spec's ",KEY=VALUE" part).
+inline Result<Backend> create_cpu_backend(std::vector<BackendParam> params = {}) {
+  BackendSpec spec;
+  spec.name = "cpu";
+  spec.params = std::move(params);
+  return create_backend(spec);
 }
 
-// The cpu backend forced to one instruction-set tag (TWINBIT_CPU_ARCH, read at creation).
+// The cpu backend forced to one instruction-set tag (the isa= creation parameter).
 inline Result<Backend> cpu_backend_for(cpu::Isa isa) {
-  ::setenv("TWINBIT_CPU_ARCH", cpu::isa_name(isa), 1);
-  Result<Backend> b = create_cpu_backend();
-  ::unsetenv("TWINBIT_CPU_ARCH");
-  return b;
+  return create_cpu_backend({{"isa", cpu::isa_name(isa)}});
 }
 
 inline bool same_bits(const float* a, const float* b, size_t count) {

@@ -26,7 +26,7 @@ namespace {
 Backend make(tb_backend_create_fn create) {
   tb_backend raw{};
   tb_error err{};
-  REQUIRE(create(TB_BACKEND_ABI_VERSION, &raw, &err) == TB_OK);
+  REQUIRE(create(TB_BACKEND_ABI_VERSION, &raw, &err, nullptr) == TB_OK);
   auto b = Backend::adopt(raw);
   REQUIRE(b.ok());
   return std::move(b).value();

@@ -16,6 +16,7 @@
 
 #include "backends/cpu/cpu_isa.h"
 #include "backends/cpu/cpu_kernels.h"
+#include "core/backend_params.hpp"
 #include "core/numerics.h"
 #include "core/op_checks.h"
 #include "core/status.hpp"
@@ -24,6 +25,7 @@ namespace {
 
 using twinbit::Error;
 using twinbit::Status;
+using twinbit::find_param;
 using namespace twinbit::cpu;
 
 struct Context {
@@ -317,38 +319,37 @@ const tb_backend_iface kIface = {
     .destroy = destroy,
 };
 
-Status choose_isa(Isa* out) {
+constexpr const char* kWho = "cpu backend";
+
+// isa=<tag>: default the best tag this CPU runs (sse2 always runs).
+Status choose_isa(const tb_backend_params* params, Isa* out) {
   const std::vector<Isa> runnable = runnable_isas();
-  const char* forced = std::getenv("TWINBIT_CPU_ARCH");
-  if (!forced || !*forced) {
-    *out = runnable.front();  // sse2 is always runnable
+  const char* forced = find_param(params, "isa");
+  if (!forced) {
+    *out = runnable.front();
     return Status();
   }
   for (Isa i : compiled_isas()) {
     if (forced == std::string(isa_name(i))) {
       if (!isa_runnable(i)) {
-        return Error(TB_UNAVAILABLE, "TWINBIT_CPU_ARCH=%s: this CPU cannot run it (runnable "
-                     "here: %s)", forced, isa_names(runnable).c_str());
+        return Error(TB_UNAVAILABLE, "%s: isa=%s: this CPU cannot run it (runnable here: %s)",
+                     kWho, forced, isa_names(runnable).c_str());
       }
       *out = i;
       return Status();
     }
   }
-  return Error(TB_INVALID_ARGUMENT, "TWINBIT_CPU_ARCH=%s is not an instruction-set tag of this "
-               "build (valid: %s)", forced, isa_names(compiled_isas()).c_str());
+  return Error(TB_INVALID_ARGUMENT, "%s: isa=%s is not an instruction-set tag of this build "
+               "(valid: %s)", kWho, forced, isa_names(compiled_isas()).c_str());
 }
 
-Status choose_threads(int* out) {
+// threads=<n>: default all hardware threads of the process's arena.
+Status choose_threads(const tb_backend_params* params, int* out) {
   *out = tbb::this_task_arena::max_concurrency();
-  const char* v = std::getenv("TWINBIT_CPU_THREADS");
-  if (!v || !*v) return Status();
-  errno = 0;
-  char* end = nullptr;
-  const long n = std::strtol(v, &end, 10);
-  if (errno != 0 || end == v || *end != '\0' || n < 1 || n > 1024) {
-    return Error(TB_INVALID_ARGUMENT, "TWINBIT_CPU_THREADS=%s is not a thread count (expected "
-                 "an integer 1 .. 1024)", v);
-  }
+  const char* v = find_param(params, "threads");
+  if (!v) return Status();
+  int64_t n = 0;
+  TB_RETURN_IF_ERROR(twinbit::parse_int_param(kWho, "threads", v, 1, 1024, &n));
   *out = static_cast<int>(n);
   return Status();
 }
@@ -357,20 +358,11 @@ Status parse_prefetch_bytes(const char* v, const char* what, int* out) {
   errno = 0;
   char* end = nullptr;
   const long n = std::strtol(v, &end, 10);
-  if (errno != 0 || end == v || *end != '\0' || n < 0 || n > 65536) {
+  if (errno != 0 || end == v || *end != '\0' || n < 0 || n > 65536 || *v < '0' || *v > '9') {
     return Error(TB_INVALID_ARGUMENT, "%s%s is not a prefetch distance (expected bytes 0 .. 65536)", what, v);
   }
   *out = static_cast<int>(n);
   return Status();
-}
-
-// A tuning switch read from the environment at creation: `*out` keeps its default when the
-// variable is unset or empty; a bad value is INVALID_ARGUMENT naming the variable.
-template <class T>
-Status switch_from_env(const char* var, Status (*parse)(const char*, const char*, T*), T* out) {
-  const char* v = std::getenv(var);
-  if (!v || !*v) return Status();
-  return parse(v, (std::string(var) + "=").c_str(), out);
 }
 
 // The same switch set on a live backend (the set_* functions of cpu_backend.h).
@@ -395,19 +387,25 @@ tb_code twinbit::cpu::set_prefetch_bytes(const tb_backend& backend, const char* 
 
 
 extern "C" tb_code tb_backend_create_cpu(uint32_t host_abi_version, tb_backend* out,
-                                         tb_error* err) {
+                                         tb_error* err, const tb_backend_params* params) {
   *out = {};
   if (host_abi_version != TB_BACKEND_ABI_VERSION) {
     return Error(TB_FAILED_PRECONDITION, "cpu backend speaks ABI version %u, the host %u",
                  TB_BACKEND_ABI_VERSION, host_abi_version).to_c(err);
   }
   Status s = subnormal_check("at backend creation");
+  if (s.ok()) s = twinbit::check_param_keys(params, kWho, {"threads", "isa", "prefetch_bytes"});
+  int32_t device = 0;  // the host is device 0, the only one
+  if (s.ok()) s = twinbit::choose_device(params, kWho, 1, &device);
   Isa isa = Isa::kSse2;
+  if (s.ok()) s = choose_isa(params, &isa);
   int threads = 1;
-  if (s.ok()) s = choose_isa(&isa);
+  if (s.ok()) s = choose_threads(params, &threads);
   int prefetch_bytes = 8192;
-  if (s.ok()) s = choose_threads(&threads);
-  if (s.ok()) s = switch_from_env("TWINBIT_CPU_PREFETCH_BYTES", parse_prefetch_bytes, &prefetch_bytes);
+  if (s.ok() && find_param(params, "prefetch_bytes")) {
+    s = parse_prefetch_bytes(find_param(params, "prefetch_bytes"), "cpu backend: prefetch_bytes=",
+                             &prefetch_bytes);
+  }
   if (!s.ok()) return s.to_c(err);
   auto ctx = std::unique_ptr<Context>(new (std::nothrow) Context);
   if (!ctx) return Error(TB_RESOURCE_EXHAUSTED, "cpu backend: out of host memory").to_c(err);

@@ -6,16 +6,19 @@
 // (usually the mapped artifact) and copies nothing. Work is split across threads by output strips
 // (32 columns) and by rows - never inside a sum - so the bits never depend on the thread count.
 //
-// Configuration, read once at creation (exact parsing; a bad value fails creation with
-// INVALID_ARGUMENT naming the value and the valid ones):
-//   TWINBIT_CPU_ARCH=<tag>     force an instruction-set tag: avx512vnni, avx512bw, fma3_avx2,
-//                              sse2 (default: the best one this CPU runs). A tag this CPU cannot
-//                              run gives UNAVAILABLE.
-//   TWINBIT_CPU_THREADS=<n>    threads of the arena, 1 .. 1024 (default: all hardware threads).
-//   TWINBIT_CPU_PREFETCH_BYTES=<n> software prefetch distance in bytes of codes, 0 .. 65536
-//                              (default 8192: 8 q8 or 16 q4 tiles, the best measured distance
-//                              on the development CPU; 0 turns it off). Lines go into L2. Same
-//                              bits at every distance: a tuning knob for other memory systems.
+// Creation parameters (core/backend.h tb_backend_params; exact parsing: an unknown key or a bad
+// value fails creation with INVALID_ARGUMENT quoting it and listing the valid ones). The backend
+// reads no environment variable; the CLI maps TWINBIT_CPU_* onto these as defaults
+// (docs/BACKENDS.md).
+//   isa=<tag>          force an instruction-set tag: avx512vnni, avx512bw, fma3_avx2, sse2
+//                      (default: the best one this CPU runs). A tag this CPU cannot run gives
+//                      UNAVAILABLE naming it.
+//   threads=<n>        threads of the arena, 1 .. 1024 (default: all hardware threads).
+//   prefetch_bytes=<n> software prefetch distance in bytes of codes, 0 .. 65536 (default 8192:
+//                      8 q8 or 16 q4 tiles, the best measured distance on the development CPU; 0
+//                      turns it off). Lines go into L2. Same bits at every distance: a tuning
+//                      knob for other memory systems.
+// Device: the host is the one device, index 0.
 // The kernels have one schedule per tag; the variants measured against them (a tile-only F32
 // decode, burst prefetches, L1 prefetches) were removed (docs/results/cpu-kernel-choices.md).
 //
@@ -31,10 +34,10 @@
 #include "core/backend.h"
 
 extern "C" tb_code tb_backend_create_cpu(uint32_t host_abi_version, tb_backend* out_backend,
-                                         tb_error* err);
+                                         tb_error* err, const tb_backend_params* params);
 
 namespace twinbit::cpu {
-// Switches the prefetch distance ("0" .. "65536" bytes, as TWINBIT_CPU_PREFETCH_BYTES) of a
+// Switches the prefetch distance ("0" .. "65536" bytes, as the prefetch_bytes parameter) of a
 // backend made by tb_backend_create_cpu, for A/B measurements in one process. Not thread-safe
 // against operations of the same backend. INVALID_ARGUMENT naming the value if `backend` is not
 // a cpu backend or `bytes` is not a distance.

@@ -3,8 +3,8 @@
 // Every kernel of the backend (cpu_kernels_impl.hpp) is written once, as a template over one of
 // the tags below, and instantiated in a one-line translation unit per tag (isa/*.cpp) compiled
 // with exactly that tag's compiler flags. Dispatch (cpu_backend.cpp) picks the best tag this CPU
-// and OS can run; the environment variable TWINBIT_CPU_ARCH=<name> forces one (exact match; an
-// unknown or unrunnable name is an error at backend creation, listing the valid names).
+// and OS can run; the creation parameter isa=<name> forces one (exact match; an unknown or
+// unrunnable name is an error at backend creation, listing the valid names).
 //
 // Why our own tags rather than xsimd::dispatch: xsimd 8.1 knows no VNNI or VBMI arch, and the
 // fast paths need both (vpdpbusd for the exact int8 dots, vpermt2b for the in-register byte

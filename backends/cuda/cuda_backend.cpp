@@ -23,6 +23,7 @@
 
 #include "artifacts/read_guard.h"
 #include "backends/cuda/cuda_status.h"
+#include "core/backend_params.hpp"
 #include "core/numerics.h"
 #include "core/op_checks.h"
 
@@ -336,7 +337,11 @@ tb_code weights_bind(void* c, const tb_weights_view* v, void** out_handle, tb_er
   return bind_impl(ctx_of(c), *v, out_handle).to_c(err);
 }
 
-void weights_release(void*, void* handle) { delete static_cast<Bound*>(handle); }
+// The frees run on the backend's device (cuda:N), whichever device the calling thread had.
+void weights_release(void* c, void* handle) {
+  (void)cudaSetDevice(ctx_of(c).device);
+  delete static_cast<Bound*>(handle);
+}
 
 // ---- gemm ------------------------------------------------------------------------------------
 
@@ -582,7 +587,10 @@ tb_code gdn_delta(void* c, const tb_gdn_args* a, tb_error* err) {
   return gdn_impl(ctx_of(c), *a).to_c(err);
 }
 
-void destroy(void* c) { delete static_cast<Ctx*>(c); }
+void destroy(void* c) {
+  (void)cudaSetDevice(static_cast<Ctx*>(c)->device);
+  delete static_cast<Ctx*>(c);
+}
 
 const tb_backend_iface kIface = {
     .abi_version = TB_BACKEND_ABI_VERSION,
@@ -690,41 +698,83 @@ Status expf_on_device(uint32_t first_bits, uint64_t count, float* out) {
 
 }  // namespace twinbit::cuda
 
+namespace {
+// The device count, or UNAVAILABLE with the driver's reason.
+twinbit::Status cuda_device_count(int* count) {
+  *count = 0;
+  const cudaError_t e = cudaGetDeviceCount(count);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    return twinbit::Error(TB_UNAVAILABLE, "no CUDA device: %s", cudaGetErrorString(e));
+  }
+  if (*count < 1) return twinbit::Error(TB_UNAVAILABLE, "no CUDA device: the driver reports 0 devices");
+  return twinbit::Status();
+}
+
+twinbit::Status cuda_device_props(int device, cudaDeviceProp* prop) {
+  const cudaError_t pe = cudaGetDeviceProperties(prop, device);
+  if (pe != cudaSuccess) {
+    (void)cudaGetLastError();
+    return twinbit::Error(TB_UNAVAILABLE, "CUDA device %d: %s", device, cudaGetErrorString(pe));
+  }
+  return twinbit::Status();
+}
+
+// "NVIDIA H200 (device 1, 132 SMs)": the name describe() and the device list share.
+std::string device_title(int device, const cudaDeviceProp& prop) {
+  return twinbit::Format("%s (device %d, %d SMs)", prop.name, device, prop.multiProcessorCount);
+}
+}  // namespace
+
+extern "C" tb_code tb_backend_devices_cuda(uint32_t host_abi_version, tb_device_info* out,
+                                           uint32_t capacity, uint32_t* out_count, tb_error* err) {
+  using twinbit::Error;
+  *out_count = 0;
+  if (host_abi_version != TB_BACKEND_ABI_VERSION) {
+    return Error(TB_FAILED_PRECONDITION, "cuda backend speaks ABI version %u, the host %u",
+                 TB_BACKEND_ABI_VERSION, host_abi_version).to_c(err);
+  }
+  int count = 0;
+  twinbit::Status s = cuda_device_count(&count);
+  if (!s.ok()) return s.to_c(err);
+  for (int d = 0; d < count && static_cast<uint32_t>(d) < capacity; ++d) {
+    cudaDeviceProp prop{};
+    s = cuda_device_props(d, &prop);
+    if (!s.ok()) return s.to_c(err);
+    std::snprintf(out[d].name, sizeof(out[d].name), "%s", device_title(d, prop).c_str());
+  }
+  *out_count = static_cast<uint32_t>(count);
+  return TB_OK;
+}
+
 extern "C" tb_code tb_backend_create_cuda(uint32_t host_abi_version, tb_backend* out,
-                                          tb_error* err) {
+                                          tb_error* err, const tb_backend_params* params) {
   using twinbit::Error;
   *out = {};
   if (host_abi_version != TB_BACKEND_ABI_VERSION) {
     return Error(TB_FAILED_PRECONDITION, "cuda backend speaks ABI version %u, the host %u",
                  TB_BACKEND_ABI_VERSION, host_abi_version).to_c(err);
   }
+  // No keys yet; the device index chooses the GPU.
+  twinbit::Status s = twinbit::check_param_keys(params, "cuda backend", {});
   int count = 0;
-  const cudaError_t e = cudaGetDeviceCount(&count);
-  if (e != cudaSuccess) {
-    (void)cudaGetLastError();
-    return Error(TB_UNAVAILABLE, "no CUDA device: %s", cudaGetErrorString(e)).to_c(err);
-  }
-  if (count < 1) {
-    return Error(TB_UNAVAILABLE, "no CUDA device: the driver reports 0 devices").to_c(err);
-  }
+  if (s.ok()) s = cuda_device_count(&count);
+  int32_t device = 0;
+  if (s.ok()) s = twinbit::choose_device(params, "cuda backend", count, &device);
   cudaDeviceProp prop{};
-  const cudaError_t pe = cudaGetDeviceProperties(&prop, 0);
-  if (pe != cudaSuccess) {
-    (void)cudaGetLastError();
-    return Error(TB_UNAVAILABLE, "no CUDA device: %s", cudaGetErrorString(pe)).to_c(err);
-  }
+  if (s.ok()) s = cuda_device_props(device, &prop);
+  if (!s.ok()) return s.to_c(err);
   int runtime = 0, driver = 0;
   cudaRuntimeGetVersion(&runtime);
   cudaDriverGetVersion(&driver);
   auto* ctx = new (std::nothrow) twinbit::cuda::Ctx;
   if (!ctx) return Error(TB_RESOURCE_EXHAUSTED, "cuda backend: out of host memory").to_c(err);
-  ctx->device = 0;
+  ctx->device = device;
   ctx->memory_bytes = prop.totalGlobalMem;
-  ctx->device_desc = twinbit::Format(
-      "%s (%d SMs, sm_%d%d, %d MiB L2, %llu MiB; CUDA runtime %d.%d, driver %d.%d)", prop.name,
-      prop.multiProcessorCount, prop.major, prop.minor, prop.l2CacheSize >> 20,
-      static_cast<unsigned long long>(prop.totalGlobalMem >> 20), runtime / 1000,
-      (runtime % 1000) / 10, driver / 1000, (driver % 1000) / 10);
+  ctx->device_desc = device_title(device, prop) + twinbit::Format(
+      " (sm_%d%d, %d MiB L2, %llu MiB; CUDA runtime %d.%d, driver %d.%d)", prop.major, prop.minor,
+      prop.l2CacheSize >> 20, static_cast<unsigned long long>(prop.totalGlobalMem >> 20),
+      runtime / 1000, (runtime % 1000) / 10, driver / 1000, (driver % 1000) / 10);
   out->iface = &twinbit::cuda::kIface;
   out->ctx = ctx;
   return TB_OK;

@@ -5,12 +5,14 @@
 // tb_backend_create_v1 from a shared library), then replace one entry at a time and run
 // `twinbit conformance --backend NAME` after each.
 #include "core/backend.h"
+#include "core/backend_params.hpp"
 #include "core/op_checks.h"
 #include "core/status.hpp"
 
 namespace {
 
 using twinbit::Error;
+using twinbit::Status;
 
 tb_code describe(void*, tb_backend_info* out, tb_error*) {
   *out = {};
@@ -65,12 +67,17 @@ const tb_backend_iface kIface = {
 }  // namespace
 
 extern "C" tb_code tb_backend_create_null(uint32_t host_abi_version, tb_backend* out,
-                                          tb_error* err) {
+                                          tb_error* err, const tb_backend_params* params) {
   *out = {};
   if (host_abi_version != TB_BACKEND_ABI_VERSION) {
     return Error(TB_FAILED_PRECONDITION, "null backend speaks ABI version %u, the host %u",
                  TB_BACKEND_ABI_VERSION, host_abi_version).to_c(err);
   }
+  // No parameters; one device (index 0), so "null:1" is refused like any absent device.
+  Status s = twinbit::check_param_keys(params, "null backend", {});
+  int32_t device = 0;
+  if (s.ok()) s = twinbit::choose_device(params, "null backend", 1, &device);
+  if (!s.ok()) return s.to_c(err);
   out->iface = &kIface;
   out->ctx = nullptr;
   return TB_OK;

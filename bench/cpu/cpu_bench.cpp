@@ -222,28 +222,25 @@ void print_case(const Case& c) {
 }  // namespace
 
 Status run_cpu(const Options& opt, std::vector<Case>& out) {
-  const std::string threads = std::to_string(opt.threads);
-  ::setenv("TWINBIT_CPU_THREADS", threads.c_str(), 1);
-  // Through the registry's entry (builtin_backends) rather than create_backend: the same backend,
-  // and it keeps the generated registry object in the link of this executable.
-  Result<Backend> be = Error(TB_INTERNAL, "this build registers no cpu backend");
-  for (const BackendEntry& e : builtin_backends()) {
-    if (std::string(e.name) != "cpu") continue;
-    tb_backend raw{};
-    tb_error cerr{};
-    const tb_code code = e.create(TB_BACKEND_ABI_VERSION, &raw, &cerr);
-    if (code != TB_OK) return Status::from_c(code, cerr);
-    be = Backend::adopt(raw);
+  // The arena of the backend and the peer's have the same thread count: --threads, unless the
+  // spec gives threads= itself (then the peer follows it).
+  BackendSpec spec = opt.spec;
+  int threads = opt.threads;
+  if (const std::string* t = spec.param("threads")) {
+    threads = std::atoi(t->c_str());
+  } else {
+    spec.params.push_back({"threads", std::to_string(opt.threads)});
   }
+  Result<Backend> be = create_backend(spec);
   if (!be.ok()) return be.status();
   tb_backend_info info{};
   tb_error err{};
   be->raw().iface->describe(be->raw().ctx, &info, &err);
   const int samples = opt.reps > 0 ? opt.reps : (opt.quick ? 3 : 9);
-  tbb::task_arena arena(opt.threads);
-  const double fma_rate = fma_peak_per_second(opt.threads, opt.quick ? 3 : 5);
+  tbb::task_arena arena(threads);
+  const double fma_rate = fma_peak_per_second(threads, opt.quick ? 3 : 5);
   std::printf("twinbit-bench cpu: %s; %d threads; median of %d rotations over >= 1 GiB of weight "
-              "copies; FMA peak %.1f GFMA/s (%.1f GFLOP/s)\n", info.device, opt.threads, samples,
+              "copies; FMA peak %.1f GFMA/s (%.1f GFLOP/s)\n", info.device, threads, samples,
               fma_rate * 1e-9, 2 * fma_rate * 1e-9);
   print_header();
   for (const ShapeDef& sh : kShapes) {
@@ -253,7 +250,7 @@ Status run_cpu(const Options& opt, std::vector<Case>& out) {
     }
     std::vector<double> peer(opt.ms.size());
     for (size_t i = 0; i < opt.ms.size(); ++i) {
-      auto p = eigen_peer_us(arena, opt.threads, sh.n, sh.k, opt.ms[i], samples);
+      auto p = eigen_peer_us(arena, threads, sh.n, sh.k, opt.ms[i], samples);
       if (!p.ok()) return p.status();
       peer[i] = p.value();
     }

@@ -268,22 +268,14 @@ Result<ShapeTimes> peers(cublasHandle_t h, cudaStream_t s, const Shape& sh, int6
 }  // namespace
 
 Status run_cuda(const Options& opt, std::vector<Case>& out) {
-  // Found through the built-in list (not create_backend) so this object pulls the generated
-  // registry into the link itself.
-  const BackendEntry* entry = nullptr;
-  for (const BackendEntry& e : builtin_backends()) {
-    if (std::strcmp(e.name, "cuda") == 0) entry = &e;
-  }
-  if (!entry) return Error(TB_UNAVAILABLE, "this build has no CUDA backend");
-  tb_backend raw{};
-  tb_error err{};
-  const tb_code code = entry->create(TB_BACKEND_ABI_VERSION, &raw, &err);
-  if (code != TB_OK) return Status::from_c(code, err);
-  auto made = Backend::adopt(raw);
+  auto made = create_backend(opt.spec);
   if (!made.ok()) return made.status();
   Backend& cuda = *made;
+  // The floor, the cuBLAS peer and the kernels alone run on the backend's device (cuda:N).
+  const int device = opt.spec.device.value_or(0);
+  TB_CUDA_TRY(cudaSetDevice(device));
   cudaDeviceProp prop{};
-  TB_CUDA_TRY(cudaGetDeviceProperties(&prop, 0));
+  TB_CUDA_TRY(cudaGetDeviceProperties(&prop, device));
   const size_t l2 = static_cast<size_t>(prop.l2CacheSize);
   const int reps = opt.reps > 0 ? opt.reps : (opt.quick ? 20 : 200);
   cudaStream_t s = nullptr;

@@ -4,6 +4,7 @@
 #include <new>
 #include <vector>
 
+#include "core/backend_params.hpp"
 #include "core/reference.h"
 #include "core/status.hpp"
 
@@ -146,12 +147,15 @@ Ctx kFirstElement{Breakage::first_element};
 Ctx kFloatOps{Breakage::float_ops};
 Ctx kNone{Breakage::none};
 
-tb_code create(uint32_t host, Ctx* ctx, tb_backend* out, tb_error* err) {
+tb_code create(uint32_t host, Ctx* ctx, tb_backend* out, tb_error* err,
+               const tb_backend_params* params) {
   *out = {};
   if (host != TB_BACKEND_ABI_VERSION) {
     return Error(TB_FAILED_PRECONDITION, "broken backend speaks ABI version %u, the host %u",
                  TB_BACKEND_ABI_VERSION, host).to_c(err);
   }
+  const twinbit::Status s = twinbit::check_param_keys(params, "broken backend", {});
+  if (!s.ok()) return s.to_c(err);
   const bool with_pair = ctx->breakage == Breakage::float_ops || ctx->breakage == Breakage::none;
   out->iface = with_pair ? &kIfaceWithPair : &kIface;
   out->ctx = ctx;
@@ -160,25 +164,25 @@ tb_code create(uint32_t host, Ctx* ctx, tb_backend* out, tb_error* err) {
 
 }  // namespace
 
-extern "C" tb_code tb_backend_create_broken_flip_bit(uint32_t host, tb_backend* out, tb_error* err) {
-  return create(host, &kFlip, out, err);
+extern "C" tb_code tb_backend_create_broken_flip_bit(uint32_t host, tb_backend* out, tb_error* err, const tb_backend_params* params) {
+  return create(host, &kFlip, out, err, params);
 }
 
 extern "C" tb_code tb_backend_create_broken_last_column(uint32_t host, tb_backend* out,
-                                                        tb_error* err) {
-  return create(host, &kLastColumn, out, err);
+                                                        tb_error* err, const tb_backend_params* params) {
+  return create(host, &kLastColumn, out, err, params);
 }
 
 extern "C" tb_code tb_backend_create_broken_first_element(uint32_t host, tb_backend* out,
-                                                          tb_error* err) {
-  return create(host, &kFirstElement, out, err);
+                                                          tb_error* err, const tb_backend_params* params) {
+  return create(host, &kFirstElement, out, err, params);
 
 }
 
-extern "C" tb_code tb_backend_create_broken_float_ops(uint32_t host, tb_backend* out, tb_error* err) {
-  return create(host, &kFloatOps, out, err);
+extern "C" tb_code tb_backend_create_broken_float_ops(uint32_t host, tb_backend* out, tb_error* err, const tb_backend_params* params) {
+  return create(host, &kFloatOps, out, err, params);
 }
 
-extern "C" tb_code tb_backend_create_test_reference(uint32_t host, tb_backend* out, tb_error* err) {
-  return create(host, &kNone, out, err);
+extern "C" tb_code tb_backend_create_test_reference(uint32_t host, tb_backend* out, tb_error* err, const tb_backend_params* params) {
+  return create(host, &kNone, out, err, params);
 }

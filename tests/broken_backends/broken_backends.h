@@ -19,13 +19,18 @@
 #include "core/backend.h"
 
 extern "C" {
-tb_code tb_backend_create_broken_flip_bit(uint32_t host_abi_version, tb_backend* out, tb_error* err);
+tb_code tb_backend_create_broken_flip_bit(uint32_t host_abi_version, tb_backend* out, tb_error* err,
+                                           const tb_backend_params* params);
 tb_code tb_backend_create_broken_last_column(uint32_t host_abi_version, tb_backend* out,
-                                             tb_error* err);
+                                             tb_error* err,
+                                           const tb_backend_params* params);
 tb_code tb_backend_create_broken_first_element(uint32_t host_abi_version, tb_backend* out,
-                                               tb_error* err);
-tb_code tb_backend_create_broken_float_ops(uint32_t host_abi_version, tb_backend* out, tb_error* err);
-tb_code tb_backend_create_test_reference(uint32_t host_abi_version, tb_backend* out, tb_error* err);
+                                               tb_error* err,
+                                           const tb_backend_params* params);
+tb_code tb_backend_create_broken_float_ops(uint32_t host_abi_version, tb_backend* out, tb_error* err,
+                                           const tb_backend_params* params);
+tb_code tb_backend_create_test_reference(uint32_t host_abi_version, tb_backend* out, tb_error* err,
+                                           const tb_backend_params* params);
 }
 
 namespace twinbit::testing {

@@ -12,6 +12,7 @@
 #include <new>
 
 #include "core/backend.h"
+#include "core/backend_params.hpp"
 #include "core/reference.h"
 #include "core/status.hpp"
 
@@ -98,7 +99,7 @@ const tb_backend_iface kIface = {
 
 // The one exported symbol (everything else is hidden by the build).
 extern "C" __attribute__((visibility("default"))) tb_code tb_backend_create_v1(
-    uint32_t host_abi_version, tb_backend* out, tb_error* err) {
+    uint32_t host_abi_version, tb_backend* out, tb_error* err, const tb_backend_params* params) {
   *out = {};
 #ifndef EXAMPLE_PLUGIN_TRUSTS_HOST
   if (host_abi_version != EXAMPLE_PLUGIN_ABI) {
@@ -107,8 +108,12 @@ extern "C" __attribute__((visibility("default"))) tb_code tb_backend_create_v1(
   }
 #else
   (void)host_abi_version;
-  (void)err;
 #endif
+  // No parameters, one device (0): anything else is refused the way built-in backends refuse it.
+  twinbit::Status s = twinbit::check_param_keys(params, "example plugin", {});
+  int32_t device = 0;
+  if (s.ok()) s = twinbit::choose_device(params, "example plugin", 1, &device);
+  if (!s.ok()) return s.to_c(err);
   out->iface = &kIface;
   out->ctx = nullptr;
   return TB_OK;
