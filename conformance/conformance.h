@@ -169,7 +169,7 @@ struct Totals {
 
 struct Report {
   std::string backend, source, device, features;  // identity of the backend under test
-  std::string library_version;                    // "twinbit 0.1.0 (backend ABI 1)"
+  std::string library_version;                    // "twinbit 0.1.0 (backend ABI 2)"
   std::string date;                               // UTC start of the run, ISO 8601
   uint64_t seed = 0;
   int random_cases = 0;
@@ -204,7 +204,7 @@ Report run_suite(const Backend& backend, const std::vector<Case>& cases,
 
 // --- reports (report.cpp; formats documented in docs/CONFORMANCE.md) -------------------------
 
-std::string library_version();            // "twinbit 0.1.0 (backend ABI 1)"
+std::string library_version();            // "twinbit 0.1.0 (backend ABI 2)"
 std::string format_text(const Report& r);  // the hand-in report: header, non-equal cases, totals
 std::string format_json(const Report& r);  // one object: identity, totals, every case
 std::string format_junit(const Report& r); // JUnit XML: one testcase per case

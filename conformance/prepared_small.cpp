@@ -40,7 +40,7 @@ class GemvCase final : public PreparedCase {
     d.n = c_.n;
     d.k = c_.k;
     // A backend without a pair entry gets core's default (two gemv_f32 calls): ask for what runs.
-    if (pair && !b.raw().iface->gemv_f32_pair) d.op = TB_OP_GEMV_F32;
+    if (pair && !b.has_gemv_f32_pair()) d.op = TB_OP_GEMV_F32;
     if (a.status = b.supports(d); !a.status.ok()) return a;
     tb_weights_view va{}, vb{};
     va.kind = vb.kind = TB_WEIGHTS_F32;

@@ -1,6 +1,9 @@
 #include "core/backend.hpp"
 
+#include <utility>
+
 #include "core/op_checks.h"
+#include "core/reference.h"
 #include "core/rows.h"
 
 namespace twinbit {
@@ -8,73 +11,78 @@ namespace twinbit {
 BoundWeights& BoundWeights::operator=(BoundWeights&& o) noexcept {
   if (this != &o) {
     reset();
-    backend_ = o.backend_;
-    handle_ = o.handle_;
+    backend_ = std::move(o.backend_);
+    handle_ = std::exchange(o.handle_, nullptr);
     view_ = o.view_;
-    o.backend_ = {};
-    o.handle_ = nullptr;
+    keep_alive_ = std::move(o.keep_alive_);
   }
   return *this;
 }
 
 void BoundWeights::reset() {
-  if (backend_.iface && handle_) backend_.iface->weights_release(backend_.ctx, handle_);
-  backend_ = {};
+  if (backend_ && handle_) backend_->raw.iface->weights_release(backend_->raw.ctx, handle_);
   handle_ = nullptr;
+  backend_.reset();     // the backend may be destroyed now (its last user was this binding) ...
+  keep_alive_.reset();  // ... and only then the memory it viewed
 }
 
-Result<Backend> Backend::adopt(tb_backend raw) {
+Backend BoundWeights::backend() const { return Backend(backend_); }
+
+namespace {
+// The adoption checks, on a table nobody owns yet: nothing here calls into it.
+Status check_table(const tb_backend& raw) {
   if (!raw.iface) return Error(TB_INVALID_ARGUMENT, "backend has no function table");
-  Backend b(raw);  // owns it from here: destroyed on any early return
   const tb_backend_iface& f = *raw.iface;
   if (f.abi_version != TB_BACKEND_ABI_VERSION) {
     return Error(TB_FAILED_PRECONDITION, "backend speaks ABI version %u, this library speaks %u",
                  f.abi_version, TB_BACKEND_ABI_VERSION);
   }
-  if (f.struct_size < sizeof(tb_backend_iface)) {
-    return Error(TB_FAILED_PRECONDITION, "backend function table is %u bytes, expected %zu",
-                 f.struct_size, sizeof(tb_backend_iface));
+  if (f.struct_size < TB_IFACE_MIN_SIZE) {
+    return Error(TB_FAILED_PRECONDITION, "backend function table is %u bytes, shorter than the "
+                 "%zu bytes of the ABI %u header and required entries", f.struct_size,
+                 static_cast<size_t>(TB_IFACE_MIN_SIZE), TB_BACKEND_ABI_VERSION);
   }
-  if (!f.describe || !f.supports || !f.weights_bind || !f.weights_release || !f.gemm ||
-      !f.gemv_f32 || !f.gdn_delta || !f.destroy) {
-    return Error(TB_INVALID_ARGUMENT, "backend function table lacks a required entry "
-                 "(describe, supports, weights_bind/release, gemm, gemv_f32, gdn_delta, destroy)");
+  const struct {
+    const char* name;
+    bool present;
+  } required[] = {
+      {"describe", f.describe != nullptr},        {"supports", f.supports != nullptr},
+      {"weights_bind", f.weights_bind != nullptr}, {"weights_release", f.weights_release != nullptr},
+      {"gemm", f.gemm != nullptr},                {"gemv_f32", f.gemv_f32 != nullptr},
+      {"gdn_delta", f.gdn_delta != nullptr},      {"destroy", f.destroy != nullptr},
+  };
+  for (const auto& r : required) {
+    if (!r.present) {
+      return Error(TB_INVALID_ARGUMENT, "backend function table lacks the required entry %s",
+                   r.name);
+    }
   }
+  return Status();
+}
+}  // namespace
+
+Result<Backend> Backend::adopt(tb_backend raw) {
+  TB_RETURN_IF_ERROR(check_table(raw));
+  auto state = std::make_shared<detail::BackendState>(raw);  // owned from here
   tb_backend_info info{};
   tb_error err{};
-  tb_code code = f.describe(raw.ctx, &info, &err);
+  tb_code code = raw.iface->describe(raw.ctx, &info, &err);
   if (code != TB_OK) return Status::from_c(code, err);
-  b.name_ = info.name ? info.name : "";
-  b.device_ = info.device ? info.device : "";
-  b.features_ = info.features ? info.features : "";
-  b.memory_bytes_ = info.memory_bytes;
-  if (b.name_.empty()) return Error(TB_INVALID_ARGUMENT, "backend describe() gave no name");
-  return b;
-}
-
-Backend& Backend::operator=(Backend&& o) noexcept {
-  if (this != &o) {
-    if (raw_.iface) raw_.iface->destroy(raw_.ctx);
-    raw_ = o.raw_;
-    name_ = std::move(o.name_);
-    device_ = std::move(o.device_);
-    features_ = std::move(o.features_);
-    memory_bytes_ = o.memory_bytes_;
-    o.raw_ = {};
-  }
-  return *this;
-}
-
-Backend::~Backend() {
-  if (raw_.iface && raw_.iface->destroy) raw_.iface->destroy(raw_.ctx);
+  state->name = info.name ? info.name : "";
+  state->device = info.device ? info.device : "";
+  state->features = info.features ? info.features : "";
+  state->memory_bytes = info.memory_bytes;
+  if (state->name.empty()) return Error(TB_INVALID_ARGUMENT, "backend describe() gave no name");
+  return Backend(std::move(state));
 }
 
 Status Backend::supports(const tb_op_desc& op) const {
   tb_error err{};
-  return Status::from_c(raw_.iface->supports(raw_.ctx, &op, &err), err);
+  return Status::from_c(iface().supports(ctx(), &op, &err), err);
 }
 
-Result<BoundWeights> Backend::bind(const tb_weights_view& view) const {
+Result<BoundWeights> Backend::bind(const tb_weights_view& view,
+                                   std::shared_ptr<const void> keep_alive) const {
   if (view.kind == TB_WEIGHTS_STRIPS) {
     TB_RETURN_IF_ERROR(check_strips(view.strips));
   } else if (view.kind == TB_WEIGHTS_F32) {
@@ -84,9 +92,9 @@ Result<BoundWeights> Backend::bind(const tb_weights_view& view) const {
   }
   void* handle = nullptr;
   tb_error err{};
-  tb_code code = raw_.iface->weights_bind(raw_.ctx, &view, &handle, &err);
+  tb_code code = iface().weights_bind(ctx(), &view, &handle, &err);
   if (code != TB_OK) return Status::from_c(code, err);
-  return BoundWeights(raw_, handle, view);
+  return BoundWeights(state_, handle, view, std::move(keep_alive));
 }
 
 Status Backend::gemm(const BoundWeights& w, const tb_gemm_args& args) const {
@@ -104,7 +112,7 @@ Status Backend::gemm(const BoundWeights& w, const tb_gemm_args& args) const {
   op.k = s.k;
   TB_RETURN_IF_ERROR(supports(op));
   tb_error err{};
-  return Status::from_c(raw_.iface->gemm(raw_.ctx, w.handle(), &args, &err), err);
+  return Status::from_c(iface().gemm(ctx(), w.handle(), &args, &err), err);
 }
 
 namespace {
@@ -124,7 +132,7 @@ Status Backend::gemv_f32(const BoundWeights& w, const float* x, float* y) const 
   if (!x || !y) return Error(TB_INVALID_ARGUMENT, "gemv_f32: x or y is null");
   TB_RETURN_IF_ERROR(supports(gemv_desc(TB_OP_GEMV_F32, w.view().matrix)));
   tb_error err{};
-  return Status::from_c(raw_.iface->gemv_f32(raw_.ctx, w.handle(), x, y, &err), err);
+  return Status::from_c(iface().gemv_f32(ctx(), w.handle(), x, y, &err), err);
 }
 
 Status Backend::gemv_f32_pair(const BoundWeights& a, const BoundWeights& b, const float* x,
@@ -140,14 +148,14 @@ Status Backend::gemv_f32_pair(const BoundWeights& a, const BoundWeights& b, cons
                  (long long)mb.cols);
   }
   if (!x || !ya || !yb) return Error(TB_INVALID_ARGUMENT, "gemv_f32_pair: x, y_a or y_b is null");
-  if (!raw_.iface->gemv_f32_pair) {  // default: two single calls
+  if (!has_gemv_f32_pair()) {  // default: two single calls
     TB_RETURN_IF_ERROR(gemv_f32(a, x, ya));
     return gemv_f32(b, x, yb);
   }
   TB_RETURN_IF_ERROR(supports(gemv_desc(TB_OP_GEMV_F32_PAIR, ma)));
   tb_error err{};
   return Status::from_c(
-      raw_.iface->gemv_f32_pair(raw_.ctx, a.handle(), b.handle(), x, ya, yb, &err), err);
+      iface().gemv_f32_pair(ctx(), a.handle(), b.handle(), x, ya, yb, &err), err);
 }
 
 Status Backend::gdn_delta(const tb_gdn_args& args) const {
@@ -160,16 +168,52 @@ Status Backend::gdn_delta(const tb_gdn_args& args) const {
   d.vd = args.vd;
   TB_RETURN_IF_ERROR(supports(d));
   tb_error err{};
-  return Status::from_c(raw_.iface->gdn_delta(raw_.ctx, &args, &err), err);
+  return Status::from_c(iface().gdn_delta(ctx(), &args, &err), err);
 }
 
 Status Backend::read_floor(const BoundWeights& w, int64_t m) const {
-  if (!raw_.iface->read_floor) {
-    return Error(TB_UNIMPLEMENTED, "backend '%s' has no read_floor entry", name_.c_str());
+  if (!has_read_floor()) {
+    return Error(TB_UNIMPLEMENTED, "backend '%s' has no read_floor entry", name().c_str());
   }
   TB_RETURN_IF_ERROR(check_rows(m));
   tb_error err{};
-  return Status::from_c(raw_.iface->read_floor(raw_.ctx, w.handle(), m, &err), err);
+  return Status::from_c(iface().read_floor(ctx(), w.handle(), m, &err), err);
+}
+
+bool Backend::has_gemv_f32_pair() const { return TB_IFACE_HAS(&iface(), gemv_f32_pair); }
+bool Backend::has_read_floor() const { return TB_IFACE_HAS(&iface(), read_floor); }
+bool Backend::has_quantize_i8() const { return TB_IFACE_HAS(&iface(), quantize_i8); }
+
+void* Backend::proc(const char* name) const {
+  if (!name || !TB_IFACE_HAS(&iface(), get_proc)) return nullptr;
+  return iface().get_proc(ctx(), name);
+}
+
+Status Backend::set_switch(const char* switch_name, int64_t value) const {
+  auto fn = reinterpret_cast<tb_switch_fn>(proc(switch_name));
+  if (!fn) {
+    return Error(TB_UNIMPLEMENTED, "backend '%s' has no switch '%s'", name().c_str(),
+                 switch_name ? switch_name : "(null)");
+  }
+  tb_error err{};
+  return Status::from_c(fn(ctx(), value, &err), err);
+}
+
+Status Backend::quantize_i8(const tb_quantize_args& args) const {
+  TB_RETURN_IF_ERROR(check_quantize_args(args));
+  if (has_quantize_i8()) {
+    tb_op_desc d{};
+    d.op = TB_OP_QUANTIZE_I8;
+    d.m = args.m;
+    d.k = args.k;
+    if (supports(d).ok()) {
+      tb_error err{};
+      return Status::from_c(iface().quantize_i8(ctx(), &args, &err), err);
+    }
+  }
+  ref::quantize_activations(args.m, args.k, args.x, args.ldx, args.xq, args.ldxq, args.xd,
+                            args.ldxd);
+  return Status();
 }
 
 }  // namespace twinbit

@@ -1,4 +1,4 @@
-// The twinbit backend interface, ABI version 1 (C).
+// The twinbit backend interface, ABI version 2 (C).
 //
 // A backend is a table of function pointers (tb_backend_iface) plus an opaque context pointer.
 // It is a C interface so that backends built out of tree, by another compiler, can be loaded
@@ -14,6 +14,7 @@
 //   gemv_f32         == twinbit::ref::gemv_f32
 //   gemv_f32_pair    == twinbit::ref::gemv_f32 applied to each matrix
 //   gdn_delta        == twinbit::ref::gdn_delta
+//   quantize_i8      == twinbit::ref::quantize_activations
 // A backend that cannot do that for some case returns TB_UNIMPLEMENTED from supports() and from
 // the operation, with the reason; it never computes something "close enough".
 //
@@ -25,11 +26,27 @@
 // outputs; a backend that cannot do that serialises internally. weights_bind/release must not
 // race with an operation that uses the same handle.
 //
-// OPTIONAL ENTRIES are marked "(optional)". A null entry means "not provided"; the default,
-// written once in core/backend_defaults.cpp, is what callers get through twinbit::Backend.
+// A GROWABLE TABLE. tb_backend_iface starts with a header that never changes (abi_version,
+// struct_size), then the REQUIRED entries, then the OPTIONAL entries in the order they were
+// added. Later versions of this header only append optional entries, so a plugin built against
+// an older header declares a smaller struct_size: the host reads only the entries that lie
+// inside the plugin's struct_size (TB_IFACE_HAS) and treats the others as absent. A null
+// optional entry also means "not provided"; the default is what callers get through
+// twinbit::Backend (core/backend.hpp). A table whose abi_version differs from the host's, whose
+// struct_size is below TB_IFACE_MIN_SIZE, or which has a null required entry is refused and
+// never called - not even destroy (the host cannot trust anything in it; its context leaks).
+//
+// THE ENTRY SYMBOL keeps its name, `tb_backend_create_v1`, across ABI versions: the "v1" is the
+// version of the entry point's calling convention (tb_backend_create_fn), which only grows at its
+// end (the creation parameters were appended), so a plugin of any version still reads the host's
+// version where it expects it. The ABI version is negotiated through that argument and the
+// table's abi_version field, so a plugin of another version is found and refused with a message
+// naming both versions (a renamed symbol would only say "not found"). The symbol is renamed only
+// if the leading arguments of tb_backend_create_fn ever change.
 #ifndef TWINBIT_CORE_BACKEND_H
 #define TWINBIT_CORE_BACKEND_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "core/status.h"
@@ -38,7 +55,7 @@
 extern "C" {
 #endif
 
-#define TB_BACKEND_ABI_VERSION 1u
+#define TB_BACKEND_ABI_VERSION 2u
 
 // Group width of the quantised formats: one scale per 32 consecutive k of one output column.
 #define TB_GROUP 32
@@ -60,6 +77,7 @@ typedef enum tb_op {
   TB_OP_GEMV_F32 = 1,
   TB_OP_GEMV_F32_PAIR = 2,
   TB_OP_GDN_DELTA = 3,
+  TB_OP_QUANTIZE_I8 = 4,
 } tb_op;
 
 // A strip set in the canonical layout (docs/FORMAT.md), in host memory (often a mapped file).
@@ -101,6 +119,7 @@ typedef struct tb_weights_view {
 //   gemm:          prec, mode, m, n, k
 //   gemv_f32(_pair): n = rows, k = cols
 //   gdn_delta:     vh, kh, kd, vd
+//   quantize_i8:   m, k
 typedef struct tb_op_desc {
   tb_op op;
   tb_prec prec;
@@ -140,6 +159,20 @@ typedef struct tb_gdn_args {
   float* o;
 } tb_gdn_args;
 
+// quantize_i8: the I8 activation quantiser, exactly twinbit::ref::quantize_activations.
+//   x  [m][ldx] floats, k < K read (K = k);
+//   xq [m][ldxq] int8 codes, Kp = 32*ceil(k/32) written per row (padding k get code 0);
+//   xd [m][ldxd] floats, Kp/32 activation scales written per row.
+typedef struct tb_quantize_args {
+  int64_t m, k;
+  const float* x;
+  int64_t ldx;
+  int8_t* xq;
+  int64_t ldxq;
+  float* xd;
+  int64_t ldxd;
+} tb_quantize_args;
+
 // Identity, filled by describe(). Strings are owned by the backend and live as long as it.
 typedef struct tb_backend_info {
   const char* name;         // short, stable, lowercase: "cpu", "cuda", "null"
@@ -149,9 +182,11 @@ typedef struct tb_backend_info {
 } tb_backend_info;
 
 typedef struct tb_backend_iface {
+  // ---- header: never changes ----
   uint32_t abi_version;  // TB_BACKEND_ABI_VERSION the backend was built against
   uint32_t struct_size;  // sizeof(tb_backend_iface) the backend was built against
 
+  // ---- required entries (ABI 2): all non-null ----
   tb_code (*describe)(void* ctx, tb_backend_info* out_info, tb_error* err);
 
   // TB_OK if the operation will be performed exactly; otherwise TB_UNIMPLEMENTED (or
@@ -166,17 +201,50 @@ typedef struct tb_backend_iface {
 
   tb_code (*gemm)(void* ctx, void* weights, const tb_gemm_args* args, tb_error* err);
   tb_code (*gemv_f32)(void* ctx, void* weights, const float* x, float* y, tb_error* err);
+  tb_code (*gdn_delta)(void* ctx, const tb_gdn_args* args, tb_error* err);
+
+  // Called once, after every bound handle was released.
+  void (*destroy)(void* ctx);
+
+  // ---- optional entries, in the order they were added: null or outside struct_size means
+  // "not provided". New entries go at the end, never in between. ----
+
   // (optional) Two same-shape matrices against the same x. Defaults to two gemv_f32 calls.
   tb_code (*gemv_f32_pair)(void* ctx, void* weights_a, void* weights_b, const float* x,
                            float* y_a, float* y_b, tb_error* err);
-  tb_code (*gdn_delta)(void* ctx, const tb_gdn_args* args, tb_error* err);
 
   // (optional) A pure read of the bound weights' bytes with this backend's parallelism: the
   // floor the gemm is measured against (`twinbit gate`). Defaults to UNIMPLEMENTED.
   tb_code (*read_floor)(void* ctx, void* weights, int64_t m, tb_error* err);
 
-  void (*destroy)(void* ctx);
+  // (optional) The I8 activation quantiser (tb_quantize_args). Defaults to the scalar reference
+  // on the host.
+  tb_code (*quantize_i8)(void* ctx, const tb_quantize_args* args, tb_error* err);
+
+  // (optional) A backend-private switch or function, reached by a name the backend documents
+  // ("cuda.set_use_graphs"), like ggml's get_proc_address: null for a name it does not know. The
+  // caller casts the pointer to the function type the backend documents for that name. Lets
+  // tools reach tuning switches without including a backend's C++ header.
+  void* (*get_proc)(void* ctx, const char* name);
 } tb_backend_iface;
+
+// The type of a backend-private SWITCH reached through get_proc: a named integer setting of a
+// live backend (a boolean 0/1 or an enumerator), for A/B measurements in one process. Names are
+// "<backend>.<switch>"; each backend documents its names and valid values (a bad value is
+// INVALID_ARGUMENT naming it). Not thread-safe against operations of the same backend unless
+// the backend says so.
+typedef tb_code (*tb_switch_fn)(void* ctx, int64_t value, tb_error* err);
+
+// The size of the header and the required entries: the smallest struct_size accepted.
+#define TB_IFACE_MIN_SIZE \
+  (offsetof(tb_backend_iface, destroy) + sizeof(((tb_backend_iface*)0)->destroy))
+
+// Whether `iface` (a const tb_backend_iface*) provides `member`: the member lies inside the
+// table's declared struct_size AND is non-null. The member is read only when it lies inside.
+#define TB_IFACE_HAS(iface, member)                                                   \
+  ((uint64_t)(iface)->struct_size >=                                                  \
+       (uint64_t)(offsetof(tb_backend_iface, member) + sizeof((iface)->member)) &&    \
+   (iface)->member != NULL)
 
 typedef struct tb_backend {
   const tb_backend_iface* iface;
@@ -223,7 +291,8 @@ typedef struct tb_device_info {
 typedef tb_code (*tb_backend_devices_fn)(uint32_t host_abi_version, tb_device_info* out,
                                          uint32_t capacity, uint32_t* out_count, tb_error* err);
 
-// The symbols a plugin shared library exports: the entry point, and optionally its devices.
+// The symbols a plugin shared library exports: the entry point, and optionally its devices (the
+// names stay across ABI versions; see the top of this file).
 #define TB_PLUGIN_ENTRY_SYMBOL "tb_backend_create_v1"
 #define TB_PLUGIN_DEVICES_SYMBOL "tb_backend_devices_v1"
 

@@ -33,6 +33,7 @@ const char* op_name(tb_op op) {
     case TB_OP_GEMV_F32: return "gemv_f32";
     case TB_OP_GEMV_F32_PAIR: return "gemv_f32_pair";
     case TB_OP_GDN_DELTA: return "gdn_delta";
+    case TB_OP_QUANTIZE_I8: return "quantize_i8";
   }
   return "unknown-op";
 }
@@ -121,6 +122,22 @@ Status check_gdn_args(const tb_gdn_args& a) {
   }
   if (!a.state || !a.q || !a.k || !a.v || !a.g || !a.beta || !a.o) {
     return Error(TB_INVALID_ARGUMENT, "gdn_delta: a state/input/output pointer is null");
+  }
+  return Status();
+}
+
+Status check_quantize_args(const tb_quantize_args& a) {
+  TB_RETURN_IF_ERROR(check_rows(a.m));
+  TB_RETURN_IF_ERROR(check_dim("K", a.k));
+  if (!a.x || !a.xq || !a.xd) {
+    return Error(TB_INVALID_ARGUMENT, "quantize_i8: x, xq or xd is null");
+  }
+  const int64_t kp = pad32(a.k);
+  if (a.ldx < a.k || a.ldxq < kp || a.ldxd < kp / 32) {
+    return Error(TB_INVALID_ARGUMENT, "quantize_i8: ldx = %lld, ldxq = %lld, ldxd = %lld are "
+                 "smaller than K = %lld, Kp = %lld, Kp/32 = %lld", (long long)a.ldx,
+                 (long long)a.ldxq, (long long)a.ldxd, (long long)a.k, (long long)kp,
+                 (long long)(kp / 32));
   }
   return Status();
 }

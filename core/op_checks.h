@@ -26,5 +26,8 @@ Status check_matrix(const tb_matrix_f32& w);
 // A gemm call on w: M in range (check_rows, core/rows.h), pointers for the mode non-null, leading dims large enough.
 Status check_gemm_args(const tb_strips& w, const tb_gemm_args& a);
 Status check_gdn_args(const tb_gdn_args& a);
+// A quantize_i8 call: M in range (check_rows), 1 <= K <= kMaxDim, pointers non-null, ldx >= K,
+// ldxq >= Kp, ldxd >= Kp/32.
+Status check_quantize_args(const tb_quantize_args& a);
 
 }  // namespace twinbit

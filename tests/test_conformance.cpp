@@ -152,16 +152,16 @@ TEST_CASE("example plugin via dlopen, quick sweep: equal, q4 i8 unsupported and 
   CHECK(r.passed());
 }
 
-TEST_CASE("plugin of ABI version 2: refused, naming both versions (plugin's check and host's check)") {
-  auto a = load_plugin(TWINBIT_EXAMPLE_PLUGIN_ABI2);
+TEST_CASE("plugin of ABI version 3: refused, naming both versions (plugin's check and host's check)") {
+  auto a = load_plugin(TWINBIT_EXAMPLE_PLUGIN_ABI3);
   REQUIRE_FALSE(a.ok());
   CHECK(a.status().code() == TB_FAILED_PRECONDITION);
-  CHECK(a.status().message().find("speaks backend ABI version 2, the host speaks 1") != std::string::npos);
-  CHECK(a.status().message().find(TWINBIT_EXAMPLE_PLUGIN_ABI2) != std::string::npos);
-  auto b = load_plugin(TWINBIT_EXAMPLE_PLUGIN_ABI2_TRUSTING);
+  CHECK(a.status().message().find("speaks backend ABI version 3, the host speaks 2") != std::string::npos);
+  CHECK(a.status().message().find(TWINBIT_EXAMPLE_PLUGIN_ABI3) != std::string::npos);
+  auto b = load_plugin(TWINBIT_EXAMPLE_PLUGIN_ABI3_TRUSTING);
   REQUIRE_FALSE(b.ok());
   CHECK(b.status().code() == TB_FAILED_PRECONDITION);
-  CHECK(b.status().message().find("backend speaks ABI version 2, this library speaks 1") != std::string::npos);
+  CHECK(b.status().message().find("backend speaks ABI version 3, this library speaks 2") != std::string::npos);
   auto c = load_plugin("/nonexistent/libnothing.so");
   CHECK(c.status().code() == TB_UNAVAILABLE);
 }

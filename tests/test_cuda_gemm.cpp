@@ -203,7 +203,7 @@ TEST_CASE("gpu gemm on subnormal activation scales (saturated i8 codes) and q8 c
 TEST_CASE("gpu gemm without graphs equals reference bits, q8 q4 x f32 i8, M{1,8,33} N{257,1000} K{96,2048}") {
   auto cuda = cuda_or_skip();
   if (!cuda) return;
-  REQUIRE(cuda::set_use_graphs(cuda->raw(), false).ok());
+  REQUIRE(cuda->set_switch("cuda.set_use_graphs", 0).ok());
   for (tb_prec prec : {TB_PREC_Q8, TB_PREC_Q4}) {
     for (int64_t n : {257, 1000}) {
       for (int64_t k : {96, 2048}) {
@@ -226,7 +226,7 @@ TEST_CASE("gpu gemm without graphs equals reference bits, q8 q4 x f32 i8, M{1,8,
       }
     }
   }
-  REQUIRE(cuda::set_use_graphs(cuda->raw(), true).ok());
+  REQUIRE(cuda->set_switch("cuda.set_use_graphs", 1).ok());
 }
 
 TEST_CASE("gpu gemm decode M1, every decode kernel (strip blocks, slice blocks, automatic) x direct output or copy-back, q8 q4 x f32 i8, (N,K) {(2048,2048),(1024,2048),(6144,2048),(12288,2048),(2048,6144),(4096,2048),(11300,6144),(1000,96),(257,256),(151936,2048)}") {
@@ -254,8 +254,8 @@ TEST_CASE("gpu gemm decode M1, every decode kernel (strip blocks, slice blocks, 
         Activations a = make_activations(1, k, 5 + n + k);
         const auto want = reference(mode, 1, h.view, a);
         for (const Variant& v : variants) {
-          REQUIRE(cuda::set_decode_path(cuda->raw(), v.path).ok());
-          REQUIRE(cuda::set_direct_output(cuda->raw(), v.direct).ok());
+          REQUIRE(cuda->set_switch("cuda.set_decode_path", static_cast<int64_t>(v.path)).ok());
+          REQUIRE(cuda->set_switch("cuda.set_direct_output", v.direct).ok());
           for (int pass = 0; pass < 2; ++pass) {  // capture, then replay
             std::vector<float> got(want.size(), std::nanf("0x7ab"));
             const Status st = cuda->gemm(*bound, gemm_args(mode, 1, h.view, a, got.data()));
@@ -269,8 +269,8 @@ TEST_CASE("gpu gemm decode M1, every decode kernel (strip blocks, slice blocks, 
       }
     }
   }
-  REQUIRE(cuda::set_decode_path(cuda->raw(), cuda::DecodePath::kAuto).ok());  // the defaults
-  REQUIRE(cuda::set_direct_output(cuda->raw(), true).ok());
+  REQUIRE(cuda->set_switch("cuda.set_decode_path", 0).ok());  // the defaults
+  REQUIRE(cuda->set_switch("cuda.set_direct_output", 1).ok());
   MESSAGE("decode kernel variants: " << calls << " calls compared with the reference");
 }
 

@@ -91,9 +91,9 @@ TEST_CASE("gpu gdn_delta equals reference bits: register twin vh48 kh16 kd128 vd
   gdn_case(*cuda, {6, 3, 130, 200}, 920);
   gdn_case(*cuda, {2, 1, 128, 129}, 930);
 #ifdef TWINBIT_HAS_CUDA_BACKEND
-  REQUIRE(cuda::set_gdn_variant(cuda->raw(), cuda::GdnVariant::kGeneric).ok());
+  REQUIRE(cuda->set_switch("cuda.set_gdn_variant", static_cast<int64_t>(cuda::GdnVariant::kGeneric)).ok());
   gdn_case(*cuda, {48, 16, 128, 128}, 900);  // the generic kernel on the twin's shape: same bits
-  REQUIRE(cuda::set_gdn_variant(cuda->raw(), cuda::GdnVariant::kAuto).ok());
+  REQUIRE(cuda->set_switch("cuda.set_gdn_variant", static_cast<int64_t>(cuda::GdnVariant::kAuto)).ok());
 #endif
 }
 

@@ -94,6 +94,7 @@ tb_code supports(void*, const tb_op_desc* op, tb_error* err) {
     case TB_OP_GEMV_F32:
     case TB_OP_GEMV_F32_PAIR:
     case TB_OP_GDN_DELTA:
+    case TB_OP_QUANTIZE_I8:
       return TB_OK;
   }
   return Error(TB_UNIMPLEMENTED, "cpu backend: operation %d is unknown", static_cast<int>(op->op))
@@ -276,6 +277,22 @@ tb_code gdn_delta(void* c, const tb_gdn_args* a, tb_error* err) {
   return s.to_c(err);
 }
 
+// The kernels' SIMD quantiser, rows split across the arena. A task gets at least ~256 groups
+// (8 K floats) so a decode row is not cut into tasks that cost more than their work.
+tb_code quantize_i8(void* c, const tb_quantize_args* a, tb_error* err) {
+  Context& ctx = *ctx_of(c);
+  Status s = twinbit::check_quantize_args(*a);
+  if (s.ok()) s = subnormal_check("on the calling thread");
+  if (!s.ok()) return s.to_c(err);
+  const int64_t grain = std::max<int64_t>(1, 256 / twinbit::ngroups_of(a->k));
+  s = run_parallel(ctx, tbb::blocked_range<int64_t>(0, a->m, grain),
+                   [&](const tbb::blocked_range<int64_t>& r) {
+                     ctx.k->quantize(a->k, a->x, a->ldx, a->xq, a->ldxq, a->xd, a->ldxd, nullptr,
+                                     r.begin(), r.end());
+                   });
+  return s.to_c(err);
+}
+
 // Reads every code and scale byte of the strip set with the gemm's partition and threads (m
 // only shapes the partition, as it does for gemm).
 tb_code read_floor(void* c, void* handle, int64_t m, tb_error* err) {
@@ -313,10 +330,12 @@ const tb_backend_iface kIface = {
     .weights_release = weights_release,
     .gemm = gemm,
     .gemv_f32 = gemv_f32,
-    .gemv_f32_pair = gemv_f32_pair,
     .gdn_delta = gdn_delta,
-    .read_floor = read_floor,
     .destroy = destroy,
+    .gemv_f32_pair = gemv_f32_pair,
+    .read_floor = read_floor,
+    .quantize_i8 = quantize_i8,
+    .get_proc = nullptr,
 };
 
 constexpr const char* kWho = "cpu backend";
@@ -417,7 +436,7 @@ extern "C" tb_code tb_backend_create_cpu(uint32_t host_abi_version, tb_backend* 
   ctx->device = cpu_model_name() + " (" + std::to_string(threads) + " threads, " +
                 isa_name(isa) + ")";
   ctx->features = std::string("gemm.q8,gemm.q4,act.f32,act.i8,gemv_f32,gemv_f32_pair,gdn_delta,"
-                              "read_floor,isa.") + isa_name(isa);
+                              "read_floor,quantize_i8,isa.") + isa_name(isa);
   out->iface = &kIface;
   out->ctx = ctx.release();
   return TB_OK;

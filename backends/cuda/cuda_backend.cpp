@@ -23,6 +23,7 @@
 
 #include "artifacts/read_guard.h"
 #include "backends/cuda/cuda_status.h"
+#include "backends/cuda/quantize_kernels.h"
 #include "core/backend_params.hpp"
 #include "core/numerics.h"
 #include "core/op_checks.h"
@@ -211,7 +212,7 @@ tb_code describe(void* c, tb_backend_info* out, tb_error*) {
   *out = {};
   out->name = "cuda";
   out->device = ctx.device_desc.c_str();
-  out->features = "gemm.q8,gemm.q4,act.f32,act.i8,gemv_f32,gemv_f32_pair,gdn_delta";
+  out->features = "gemm.q8,gemm.q4,act.f32,act.i8,gemv_f32,gemv_f32_pair,gdn_delta,quantize_i8";
   out->memory_bytes = ctx.memory_bytes;
   return TB_OK;
 }
@@ -235,6 +236,7 @@ tb_code supports(void*, const tb_op_desc* op, tb_error* err) {
     case TB_OP_GEMV_F32:
     case TB_OP_GEMV_F32_PAIR:
     case TB_OP_GDN_DELTA:
+    case TB_OP_QUANTIZE_I8:
       return TB_OK;
   }
   return Error(TB_UNIMPLEMENTED, "cuda: operation %d is unknown", static_cast<int>(op->op)).to_c(err);
@@ -587,9 +589,111 @@ tb_code gdn_delta(void* c, const tb_gdn_args* a, tb_error* err) {
   return gdn_impl(ctx_of(c), *a).to_c(err);
 }
 
+// ---- quantize_i8 ------------------------------------------------------------------------------
+
+// Rows packed to (m, k) in pinned staging, one launch (quantize_kernels.h), codes and scales back
+// through one copy each, then scattered to the caller's leading dimensions.
+Status quantize_impl(Ctx& c, const tb_quantize_args& a) {
+  TB_RETURN_IF_ERROR(check_quantize_args(a));
+  TB_CUDA_TRY(cudaSetDevice(c.device));
+  LaneLease lease(c);
+  TB_RETURN_IF_ERROR(lease.acquire());
+  Lane& l = *lease;
+  const int64_t kp = pad32(a.k), ng = kp / 32;
+  const size_t in_bytes = static_cast<size_t>(a.m * a.k) * 4;
+  const size_t q_bytes = static_cast<size_t>(a.m * kp), d_bytes = static_cast<size_t>(a.m * ng) * 4;
+  bool moved = false;
+  TB_RETURN_IF_ERROR(grow(l.h_in, in_bytes, "quantize input staging", &moved));
+  TB_RETURN_IF_ERROR(grow(l.h_out, q_bytes + d_bytes, "quantize output staging", &moved));
+  TB_RETURN_IF_ERROR(grow(l.d_in, in_bytes, "quantize input", &moved));
+  TB_RETURN_IF_ERROR(grow(l.d_out, q_bytes + d_bytes, "quantize output", &moved));
+  if (moved) l.drop_graphs();
+  auto* h_in = static_cast<float*>(l.h_in.p);
+  for (int64_t r = 0; r < a.m; ++r) std::memcpy(h_in + r * a.k, a.x + r * a.ldx, static_cast<size_t>(a.k) * 4);
+  TB_CUDA_TRY(cudaMemcpyAsync(l.d_in.p, h_in, in_bytes, cudaMemcpyHostToDevice, l.stream));
+  QuantizeLaunch q;
+  q.m = a.m;
+  q.k = a.k;
+  q.x = static_cast<const float*>(l.d_in.p);
+  q.ldx = a.k;
+  q.xq = static_cast<int8_t*>(l.d_out.p);
+  q.ldxq = kp;
+  q.xd = reinterpret_cast<float*>(static_cast<char*>(l.d_out.p) + q_bytes);  // q_bytes % 32 == 0
+  q.ldxd = ng;
+  TB_RETURN_IF_ERROR(launch_quantize_i8(q, l.stream));
+  TB_CUDA_TRY(cudaMemcpyAsync(l.h_out.p, l.d_out.p, q_bytes + d_bytes, cudaMemcpyDeviceToHost, l.stream));
+  TB_CUDA_TRY(cudaStreamSynchronize(l.stream));
+  const auto* hq = static_cast<const int8_t*>(l.h_out.p);
+  const auto* hd = reinterpret_cast<const float*>(static_cast<const char*>(l.h_out.p) + q_bytes);
+  for (int64_t r = 0; r < a.m; ++r) {
+    std::memcpy(a.xq + r * a.ldxq, hq + r * kp, static_cast<size_t>(kp));
+    std::memcpy(a.xd + r * a.ldxd, hd + r * ng, static_cast<size_t>(ng) * 4);
+  }
+  return Status();
+}
+
+tb_code quantize_i8(void* c, const tb_quantize_args* a, tb_error* err) {
+  return quantize_impl(ctx_of(c), *a).to_c(err);
+}
+
 void destroy(void* c) {
   (void)cudaSetDevice(static_cast<Ctx*>(c)->device);
   delete static_cast<Ctx*>(c);
+}
+
+// ---- switches (get_proc; their names and values are documented in cuda_backend.h) ------------
+
+Status switch_value(const char* name, int64_t v, int64_t max) {
+  if (v < 0 || v > max) {
+    return Error(TB_INVALID_ARGUMENT, "%s: value %lld is out of range (expected 0 .. %lld)", name,
+                 static_cast<long long>(v), static_cast<long long>(max));
+  }
+  return Status();
+}
+
+template <std::atomic<int> Ctx::*Field, int64_t Max>
+tb_code set_int_switch(void* c, int64_t v, tb_error* err, const char* name) {
+  Status s = switch_value(name, v, Max);
+  if (!s.ok()) return s.to_c(err);
+  (ctx_of(c).*Field).store(static_cast<int>(v));
+  return TB_OK;
+}
+
+template <std::atomic<bool> Ctx::*Field>
+tb_code set_bool_switch(void* c, int64_t v, tb_error* err, const char* name) {
+  Status s = switch_value(name, v, 1);
+  if (!s.ok()) return s.to_c(err);
+  (ctx_of(c).*Field).store(v != 0);
+  return TB_OK;
+}
+
+tb_code sw_use_graphs(void* c, int64_t v, tb_error* err) {
+  return set_bool_switch<&Ctx::use_graphs>(c, v, err, "cuda.set_use_graphs");
+}
+tb_code sw_direct_output(void* c, int64_t v, tb_error* err) {
+  return set_bool_switch<&Ctx::direct_output>(c, v, err, "cuda.set_direct_output");
+}
+tb_code sw_decode_path(void* c, int64_t v, tb_error* err) {
+  return set_int_switch<&Ctx::decode_path, static_cast<int64_t>(DecodePath::kStripBlocks)>(
+      c, v, err, "cuda.set_decode_path");
+}
+tb_code sw_gdn_variant(void* c, int64_t v, tb_error* err) {
+  return set_int_switch<&Ctx::gdn_variant, static_cast<int64_t>(GdnVariant::kGeneric)>(
+      c, v, err, "cuda.set_gdn_variant");
+}
+
+void* get_proc(void*, const char* name) {
+  static const struct {
+    const char* name;
+    tb_switch_fn fn;
+  } kProcs[] = {{"cuda.set_use_graphs", sw_use_graphs},
+                {"cuda.set_direct_output", sw_direct_output},
+                {"cuda.set_decode_path", sw_decode_path},
+                {"cuda.set_gdn_variant", sw_gdn_variant}};
+  for (const auto& p : kProcs) {
+    if (std::strcmp(p.name, name) == 0) return reinterpret_cast<void*>(p.fn);
+  }
+  return nullptr;
 }
 
 const tb_backend_iface kIface = {
@@ -601,10 +705,12 @@ const tb_backend_iface kIface = {
     .weights_release = weights_release,
     .gemm = gemm,
     .gemv_f32 = gemv_f32,
-    .gemv_f32_pair = gemv_f32_pair,
     .gdn_delta = gdn_delta,
-    .read_floor = nullptr,  // optional: core's default (UNIMPLEMENTED); bench/cuda measures floors
     .destroy = destroy,
+    .gemv_f32_pair = gemv_f32_pair,
+    .read_floor = nullptr,  // optional: core's default (UNIMPLEMENTED); bench/cuda measures floors
+    .quantize_i8 = quantize_i8,
+    .get_proc = get_proc,
 };
 
 Status not_cuda() {
@@ -629,30 +735,6 @@ Status device_strips(const tb_backend& b, void* handle, DeviceStrips* out) {
     return Error(TB_INVALID_ARGUMENT, "device_strips: the handle holds no strip set");
   }
   *out = bound->strips;
-  return Status();
-}
-
-Status set_use_graphs(const tb_backend& b, bool on) {
-  if (!is_cuda_backend(b)) return not_cuda();
-  ctx_of(b.ctx).use_graphs.store(on);
-  return Status();
-}
-
-Status set_decode_path(const tb_backend& b, DecodePath path) {
-  if (!is_cuda_backend(b)) return not_cuda();
-  ctx_of(b.ctx).decode_path.store(static_cast<int>(path));
-  return Status();
-}
-
-Status set_direct_output(const tb_backend& b, bool on) {
-  if (!is_cuda_backend(b)) return not_cuda();
-  ctx_of(b.ctx).direct_output.store(on);
-  return Status();
-}
-
-Status set_gdn_variant(const tb_backend& b, GdnVariant v) {
-  if (!is_cuda_backend(b)) return not_cuda();
-  ctx_of(b.ctx).gdn_variant.store(static_cast<int>(v));
   return Status();
 }
 

@@ -1,7 +1,6 @@
 // The CUDA backend's own C++ face, beside the C entry point tb_backend_create_cuda (registered by
 // backends/CMakeLists.txt). Benchmarks and tests use it to reach what the C ABI does not carry:
-// the device copy of bound strips (to time kernels alone), the bind report, and switches for
-// measured variants. Every function checks that the backend passed is a CUDA backend.
+// the device copy of bound strips (to time kernels alone) and the bind report. Every function checks that the backend passed is a CUDA backend.
 //
 // OWNERSHIP. Nothing here transfers ownership; device pointers stay owned by the bound handle.
 // THREAD SAFETY. As the backend's operations (core/backend.h): any thread, any time.
@@ -27,16 +26,18 @@ bool is_cuda_backend(const tb_backend& b);
 Status bind_report(const tb_backend& b, void* handle, BindReport* out);
 // The device-resident strip set of a bound strip handle.
 Status device_strips(const tb_backend& b, void* handle, DeviceStrips* out);
-// gemm offload through one captured CUDA graph per (bound strips, M, mode) (default on), or
-// through separate async calls.
-Status set_use_graphs(const tb_backend& b, bool on);
-// gemm decode (M = 1, nsplit > 1): which kernel runs it (DecodePath; kAuto by default).
-Status set_decode_path(const tb_backend& b, DecodePath path);
-// gemm offload: outputs up to 64 KiB written by the kernel into the pinned host staging (default
-// on) or copied back by one device-to-host copy.
-Status set_direct_output(const tb_backend& b, bool on);
-// gdn_delta: kAuto (register twin for kd == vd == 128) or kGeneric always.
-Status set_gdn_variant(const tb_backend& b, GdnVariant v);
+// SWITCHES for measured variants are reached through the C ABI, not this header:
+// Backend::set_switch(name, value) (tb_backend_iface::get_proc, tb_switch_fn). Names and values:
+//   "cuda.set_use_graphs"     1: gemm offload through one captured CUDA graph per (bound strips,
+//                             M, mode) (default); 0: separate async calls.
+//   "cuda.set_decode_path"    gemm decode (M = 1, nsplit > 1): which kernel runs it, a DecodePath
+//                             (0 kAuto, the default; 1 kSliceBlocks; 2 kStripBlocks).
+//   "cuda.set_direct_output"  1: gemm outputs up to 64 KiB written by the kernel into the pinned
+//                             host staging (default); 0: one device-to-host copy.
+//   "cuda.set_gdn_variant"    gdn_delta: a GdnVariant (0 kAuto: register twin for kd == vd ==
+//                             128, the default; 1 kGeneric always).
+// A value out of range is INVALID_ARGUMENT naming the switch. Not thread-safe against
+// operations of the same backend.
 
 // The device's weight-scale conversion (scale_to_float) of all 65536 halves into out[65536].
 // Standalone, for the exhaustive test against twinbit::fp16_to_float.

@@ -58,10 +58,12 @@ const tb_backend_iface kIface = {
     .weights_release = weights_release,
     .gemm = gemm,
     .gemv_f32 = gemv_f32,
-    .gemv_f32_pair = nullptr,  // optional: core's default (two gemv_f32 calls)
     .gdn_delta = gdn_delta,
-    .read_floor = nullptr,     // optional: core's default (UNIMPLEMENTED)
     .destroy = destroy,
+    .gemv_f32_pair = nullptr,  // optional: core's default (two gemv_f32 calls)
+    .read_floor = nullptr,     // optional: core's default (UNIMPLEMENTED)
+    .quantize_i8 = nullptr,
+    .get_proc = nullptr,
 };
 
 }  // namespace

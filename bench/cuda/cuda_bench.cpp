@@ -496,16 +496,16 @@ Status run_cuda(const Options& opt, std::vector<Case>& out) {
                                         {"stream", false, true, cuda::DecodePath::kAuto},
                                         {"graph_sliceblocks", true, true, cuda::DecodePath::kSliceBlocks}};
             for (const Variant& v : variants) {
-              TB_RETURN_IF_ERROR(cuda::set_use_graphs(cuda.raw(), v.graphs));
-              TB_RETURN_IF_ERROR(cuda::set_direct_output(cuda.raw(), v.direct));
-              TB_RETURN_IF_ERROR(cuda::set_decode_path(cuda.raw(), v.path));
+              TB_RETURN_IF_ERROR(cuda.set_switch("cuda.set_use_graphs", v.graphs));
+              TB_RETURN_IF_ERROR(cuda.set_switch("cuda.set_direct_output", v.direct));
+              TB_RETURN_IF_ERROR(cuda.set_switch("cuda.set_decode_path", static_cast<int64_t>(v.path)));
               auto rt = time_host(20, rt_reps, [&] { return cuda.gemm(*bound, g); });
               if (!rt.ok()) return rt.status();
               c.note += Format("offload_%s_us=%.2f ", v.name, *rt);
             }
-            TB_RETURN_IF_ERROR(cuda::set_use_graphs(cuda.raw(), true));
-            TB_RETURN_IF_ERROR(cuda::set_direct_output(cuda.raw(), true));
-            TB_RETURN_IF_ERROR(cuda::set_decode_path(cuda.raw(), cuda::DecodePath::kAuto));
+            TB_RETURN_IF_ERROR(cuda.set_switch("cuda.set_use_graphs", 1));
+            TB_RETURN_IF_ERROR(cuda.set_switch("cuda.set_direct_output", 1));
+            TB_RETURN_IF_ERROR(cuda.set_switch("cuda.set_decode_path", 0));
             c.note += Format("bind=%.1fms ", br.seconds * 1e3);
           }
           std::printf("%-8s %3lld %-3s %-3s %10.2f %9.2f %6.1f%% %8.0f %9.2f %10.2f  %s\n",

@@ -128,10 +128,12 @@ const tb_backend_iface kIface = {
     .weights_release = weights_release,
     .gemm = gemm,
     .gemv_f32 = gemv_f32,
-    .gemv_f32_pair = nullptr,
     .gdn_delta = gdn_delta,
-    .read_floor = nullptr,
     .destroy = destroy,
+    .gemv_f32_pair = nullptr,
+    .read_floor = nullptr,
+    .quantize_i8 = nullptr,
+    .get_proc = nullptr,
 };
 
 // The same table with its own pair entry (the two above leave the pair to core's default).

@@ -6,7 +6,7 @@
 // conformance suite reports those cases as unsupported and checks their fallback.
 //
 // Build-time switches (the tests build three variants):
-//   EXAMPLE_PLUGIN_ABI=2          speak another ABI version than the host (a stale plugin)
+//   EXAMPLE_PLUGIN_ABI=3          speak another ABI version than the host (a stale plugin)
 //   EXAMPLE_PLUGIN_TRUSTS_HOST    skip the plugin's own version check, so the host's table check
 //                                 has to catch the mismatch
 #include <new>
@@ -89,10 +89,12 @@ const tb_backend_iface kIface = {
     .weights_release = weights_release,
     .gemm = gemm,
     .gemv_f32 = gemv_f32,
-    .gemv_f32_pair = nullptr,  // optional: core's default (two gemv_f32 calls)
     .gdn_delta = gdn_delta,
-    .read_floor = nullptr,     // optional: core's default (UNIMPLEMENTED)
     .destroy = destroy,
+    .gemv_f32_pair = nullptr,  // optional: core's default (two gemv_f32 calls)
+    .read_floor = nullptr,     // optional: core's default (UNIMPLEMENTED)
+    .quantize_i8 = nullptr,
+    .get_proc = nullptr,
 };
 
 }  // namespace
