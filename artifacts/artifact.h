@@ -8,7 +8,8 @@
 // sizes implied by shapes are computed, never read). Payload bytes - checksums (xxh64), the zero
 // gaps before them, strip padding - are checked by verify() and, once per entry, by
 // view_verified(), the path a backend binds through. An Artifact is immutable after open and may
-// be shared by threads; views stay valid while it lives.
+// be shared by threads; views stay valid while it lives, or while the keep_alive of weights()
+// is held (a binding holds it: core/backend.hpp).
 //
 // Read modes (OpenOptions::read), and what each protects against a file that another process
 // truncates or rewrites while it is open:
@@ -43,6 +44,14 @@
 namespace twinbit::artifact {
 
 class OutputFile;  // atomic_file.h
+class FileImage;   // file_image.h
+
+// An entry's weights with what owns their memory: pass both to Backend::bind, and the binding
+// keeps the file image alive after this Artifact object is gone.
+struct Weights {
+  tb_weights_view view;
+  std::shared_ptr<const void> keep_alive;
+};
 
 // A named output column range of a fused strip set: columns [begin, end) are projection `name`.
 struct FusedRange {
@@ -106,6 +115,11 @@ class Artifact {
   tb_weights_view view(const Entry& e) const;
   // Verifies the entry (once; later calls are free), then returns the view.
   Result<tb_weights_view> view_verified(const Entry& e) const;
+  // view_verified() with the file image that owns the bytes (kMap: the mapping and the open
+  // file; kCopy: the owned copy; parse(): the caller's bytes, borrowed, which the caller keeps).
+  Result<Weights> weights(const Entry& e) const;
+  // The owner of every view's bytes (what weights() hands out as keep_alive).
+  std::shared_ptr<const void> keep_alive() const { return image_; }
   // Verifies one entry: its payload checksums, the zero gap before each payload, and (strips) the
   // padding columns and padding k. DATA_LOSS names the entry, the payload and the offset; in
   // kMap mode also when the file changed size since open or a read of the mapping faulted.
@@ -122,10 +136,10 @@ class Artifact {
   ReadMode mode_ = ReadMode::kMap;
   Provenance provenance_;
   std::vector<Entry> entries_;
-  // What base_ points to: this object's mapping of the file or anonymous copy of it (owned_bytes_
-  // bytes, unmapped by the destructor), or bytes borrowed from parse()'s caller (0).
-  uint64_t owned_bytes_ = 0;
-  int fd_ = -1;  // kMap: the open file, kept for the size re-check
+  // What base_ points into: the mapping of the file or the anonymous copy of it, or bytes
+  // borrowed from parse()'s caller; shared with every binding made through weights().
+  std::shared_ptr<const FileImage> image_;
+  int fd_ = -1;  // kMap: the open file (owned by image_), kept for the size re-check
   // Per entry: set once verify() passed. Atomic so concurrent view_verified() calls are safe; two
   // threads may both verify the same entry the first time, which is harmless.
   mutable std::unique_ptr<std::atomic<bool>[]> verified_;

@@ -14,6 +14,7 @@
 #include <unordered_set>
 
 #include "artifacts/artifact.h"
+#include "artifacts/file_image.h"
 #include "artifacts/format.h"
 #include "artifacts/read_guard.h"
 #include "artifacts/strip_padding.h"
@@ -390,6 +391,7 @@ Result<std::unique_ptr<Artifact>> Reader::parse_borrowed(std::span<const uint8_t
                                                          const std::string& what) {
   auto parsed = parse(bytes, bytes.size(), what);
   if (parsed.ok()) {
+    parsed.value()->image_ = FileImage::borrow(bytes.data(), bytes.size());
     parsed.value()->base_ = bytes.data();
     parsed.value()->mode_ = ReadMode::kCopy;  // memory, not a mapping this object watches
   }
@@ -508,21 +510,18 @@ Result<std::unique_ptr<Artifact>> Artifact::open(const std::string& path,
     auto parsed = Reader::parse(prefix.value(), size, path);
     if (!parsed.ok()) return parsed.status();
     a = std::move(parsed).value();
-    a->fd_ = h.fd;
-    h.fd = -1;
   }
   a->mode_ = options.read;
-  a->base_ = static_cast<const uint8_t*>(h.mem);
-  a->owned_bytes_ = size;
+  a->image_ = FileImage::adopt_mapping(static_cast<const uint8_t*>(h.mem), size, h.fd);
+  a->base_ = a->image_->data();
+  a->fd_ = a->image_->fd();  // -1 in kCopy mode: read_whole_file closed it
   h.mem = MAP_FAILED;
+  h.fd = -1;
   a->path_ = path;
   return a;
 }
 
-Artifact::~Artifact() {
-  if (owned_bytes_ != 0) ::munmap(const_cast<uint8_t*>(base_), owned_bytes_);
-  if (fd_ >= 0) ::close(fd_);
-}
+Artifact::~Artifact() = default;  // the image goes with its last user (file_image.h)
 
 Status Artifact::check_unchanged() const {
   if (fd_ < 0) return Status();
@@ -655,6 +654,12 @@ Status Artifact::verify(const Entry& e) const {
   }
   verified_[index].store(true, std::memory_order_release);
   return Status();
+}
+
+Result<Weights> Artifact::weights(const Entry& e) const {
+  auto v = view_verified(e);
+  if (!v.ok()) return v.status();
+  return Weights{v.value(), image_};
 }
 
 Result<tb_weights_view> Artifact::view_verified(const Entry& e) const {

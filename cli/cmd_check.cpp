@@ -56,9 +56,9 @@ int run_check(const CheckOptions& o) {
     const auto& gdn = conformance::gdn_entry_names();
     const bool in_gdn = std::find(gdn.begin(), gdn.end(), e.name) != gdn.end();
     if (!(in_gdn ? gdn_selected : matches(e.name))) continue;
-    auto view = art.view_verified(e);
-    if (!view.ok()) return fail("check", view.status());
-    entries.push_back({e.name, view.value()});
+    auto w = art.weights(e);
+    if (!w.ok()) return fail("check", w.status());
+    entries.push_back({e.name, w->view, w->keep_alive});
   }
   if (entries.empty()) {
     return fail("check", Error(TB_INVALID_ARGUMENT, "no entry of %s matches '%s': nothing was compared",

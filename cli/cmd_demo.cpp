@@ -157,16 +157,17 @@ int Demo::run() {
 
   for (const artifact::Entry& e : art.value()->entries()) {
     if (e.kind != TB_WEIGHTS_STRIPS) continue;
-    auto view = art.value()->view_verified(e);
-    if (!view.ok()) return fail("demo", view.status());
+    auto weights = art.value()->weights(e);
+    if (!weights.ok()) return fail("demo", weights.status());
+    const tb_weights_view& view = weights->view;
     std::map<std::string, BoundWeights> bound;
     for (LiveBackend& l : live_) {
-      auto w = l.backend.bind(view.value());
+      auto w = l.backend.bind(view, weights->keep_alive);
       if (!w.ok()) return fail("demo", w.status());
       bound.emplace(l.backend.name(), std::move(w.value()));
     }
     log("  running %s\n", e.name);
-    run_gemm(e, view.value(), bound);
+    run_gemm(e, view, bound);
   }
   run_gemv(*art.value());
   run_gdn(*art.value());
@@ -275,11 +276,11 @@ void Demo::run_gemv(const artifact::Artifact& art) {
   const artifact::Entry* ea = art.find("ssm_beta");
   const artifact::Entry* eb = art.find("ssm_a");
   if (!ea || !eb) return;
-  auto va = art.view_verified(*ea);
-  auto vb = art.view_verified(*eb);
+  auto va = art.weights(*ea);
+  auto vb = art.weights(*eb);
   if (!va.ok() || !vb.ok()) return;
-  const tb_matrix_f32& ma = va.value().matrix;
-  const tb_matrix_f32& mb = vb.value().matrix;
+  const tb_matrix_f32& ma = va->view.matrix;
+  const tb_matrix_f32& mb = vb->view.matrix;
   const std::vector<float> x = make_activations(opt_.seed, "ssm", 1, ma.cols);
   std::vector<float> want_a(ma.rows), want_b(mb.rows);
   ref::gemv_f32(ma, x.data(), want_a.data());
@@ -288,8 +289,8 @@ void Demo::run_gemv(const artifact::Artifact& art) {
     Row row{"ssm_beta+ssm_a", Format("%lldx%lld x2", (long long)ma.cols, (long long)ma.rows), "f32",
             "f32", l.backend.name(), "", 1, 0, false,
             l.is_reference ? "IS the reference" : "reference, all rows of both"};
-    auto wa = l.backend.bind(va.value());
-    auto wb = l.backend.bind(vb.value());
+    auto wa = l.backend.bind(va->view, va->keep_alive);
+    auto wb = l.backend.bind(vb->view, vb->keep_alive);
     if (!wa.ok() || !wb.ok()) {
       const Status& why = !wa.ok() ? wa.status() : wb.status();
       row.note = why.to_string();

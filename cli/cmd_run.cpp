@@ -54,12 +54,12 @@ int run_run(const RunOptions& o) {
   int exit_code = kExitOk;
   auto backend = open_backend_option("run", o.backend, &exit_code);
   if (!backend.ok()) return exit_code;
-  auto view = art.view_verified(*e);
+  auto view = art.weights(*e);
   if (!view.ok()) return fail("run", view.status());
-  auto bound = backend->bind(view.value());
+  auto bound = backend->bind(view->view, view->keep_alive);
   if (!bound.ok()) return fail("run", bound.status());
 
-  const tb_strips& w = view.value().strips;
+  const tb_strips& w = view->view.strips;
   const int64_t ng = w.kp / 32;
   int64_t m = o.m;
   std::vector<float> x;

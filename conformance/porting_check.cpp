@@ -92,8 +92,8 @@ Status run_gemm(const Backend& b, const BoundWeights& w, tb_act_mode mode, int64
 }
 
 void Checker::strips(const CheckEntry& e) {
-  auto wa = a_.bind(e.view);
-  auto wb = b_.bind(e.view);
+  auto wa = a_.bind(e.view, e.keep_alive);
+  auto wb = b_.bind(e.view, e.keep_alive);
   if (!wa.ok() || !wb.ok()) {
     emit(e.name, "(bind)", wa.status(), wb.status(), {});
     return;
@@ -226,8 +226,8 @@ CheckTotals check_entries(const Backend& a, const Backend& b, const std::vector<
       }
     }
     if (is_gdn) continue;
-    auto wa = a.bind(e.view);
-    auto wb = b.bind(e.view);
+    auto wa = a.bind(e.view, e.keep_alive);
+    auto wb = b.bind(e.view, e.keep_alive);
     if (!wa.ok() || !wb.ok()) {
       c.emit(e.name, "(bind)", wa.status(), wb.status(), {});
       continue;

@@ -37,7 +37,9 @@ namespace twinbit::conformance {
 
 struct CheckEntry {
   std::string name;      // as in the artifact: "attn_q.q8", "ssm_beta", "gdn.state"
-  tb_weights_view view;  // verified by the caller; the memory outlives the check
+  tb_weights_view view;  // verified by the caller
+  std::shared_ptr<const void> keep_alive = nullptr;  // owns view's memory (null: it outlives
+                                                     // the check); held by the bindings
 };
 
 // The names of the gated-delta set, in tb_gdn_args order (state, q, k, v, g, beta).
