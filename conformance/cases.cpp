@@ -28,6 +28,8 @@ std::string Case::name() const {
     case CaseKind::gdn_delta:
       return Format("gdn_delta_VH%lld_KH%lld_KD%lld_VD%lld", (long long)vh, (long long)kh,
                     (long long)kd, (long long)vd);
+    case CaseKind::quantize_i8:
+      return Format("quantize_i8_M%lld_K%lld", (long long)m, (long long)k);
   }
   return "unknown";
 }
@@ -64,6 +66,14 @@ Case gdn_case(int64_t vh, int64_t kh, int64_t kd, int64_t vd) {
   c.kh = kh;
   c.kd = kd;
   c.vd = vd;
+  return c;
+}
+
+Case quantize_case(int64_t m, int64_t k) {
+  Case c;
+  c.kind = CaseKind::quantize_i8;
+  c.m = m;
+  c.k = k;
   return c;
 }
 
@@ -130,6 +140,10 @@ void add_full_sweep(CaseList& out) {
            {3, 3, 17, 33}, {8, 4, 128, 64}, {1, 1, 32, 128}, {2, 2, 128, 1}}) {
     out.add(gdn_case(vh, kh, kd, vd));
   }
+  // The I8 activation quantiser: one group, ragged K, the model's widths, rows around the tiles.
+  for (int64_t m : {1, 3, 33, 64}) {
+    for (int64_t k : {1, 17, 32, 33, 100, 2048, 2049, 6144}) out.add(quantize_case(m, k));
+  }
 }
 
 void add_quick_sweep(CaseList& out) {
@@ -141,6 +155,8 @@ void add_quick_sweep(CaseList& out) {
   out.add(gemv_case(true, 257, 1));
   out.add(gdn_case(2, 1, 128, 128));
   out.add(gdn_case(3, 3, 17, 33));
+  out.add(quantize_case(1, 100));
+  out.add(quantize_case(3, 2049));
 }
 
 // One random case; the shapes lean towards the awkward ones.

@@ -3,7 +3,7 @@
 //
 // WHAT IS CHECKED. A case list is generated from a seed (generate_cases): a fixed sweep of gemm
 // shapes (M x N x K around the 32-wide group and strip sizes, K % 32 != 0 tails, both precisions,
-// both activation modes), gemv_f32, gemv_f32_pair and gdn_delta shapes, batch-invariance checks,
+// both activation modes), gemv_f32, gemv_f32_pair, gdn_delta and quantize_i8 shapes, batch-invariance checks,
 // plus `random_cases` random awkward shapes. Every case draws fresh inputs from (seed, case name),
 // so a case is reproducible on its own and never depends on which other cases ran.
 //
@@ -65,19 +65,19 @@ bool has_tag(const std::string& features, const std::string& tag);
 
 // --- cases ---------------------------------------------------------------------------------
 
-enum class CaseKind { gemm, batch_invariance, gemv_f32, gemv_f32_pair, gdn_delta };
+enum class CaseKind { gemm, batch_invariance, gemv_f32, gemv_f32_pair, gdn_delta, quantize_i8 };
 
 struct Case {
   CaseKind kind = CaseKind::gemm;
   tb_prec prec = TB_PREC_Q8;     // gemm, batch_invariance
   tb_act_mode mode = TB_ACT_F32;  // gemm, batch_invariance
-  int64_t m = 0, n = 0, k = 0;   // gemm: M, N, K; gemv: n = rows, k = cols
+  int64_t m = 0, n = 0, k = 0;   // gemm: M, N, K; gemv: n = rows, k = cols; quantize_i8: M, K
   int64_t vh = 0, kh = 0, kd = 0, vd = 0;  // gdn_delta
   bool random = false;           // drawn by the random part (else the fixed sweep)
 
   // The case's name spells out its parameters, e.g. "gemm_q8_f32_M3_N33_K96",
   // "batch_q4_i8_M33_N257_K96", "gemv_f32_N257_K100", "gemv_f32_pair_N31_K2048",
-  // "gdn_delta_VH16_KH16_KD128_VD128". Names are unique within a generated list.
+  // "gdn_delta_VH16_KH16_KD128_VD128", "quantize_i8_M3_K100". Names are unique within a generated list.
   std::string name() const;
 };
 
@@ -85,6 +85,7 @@ Case gemm_case(tb_prec prec, tb_act_mode mode, int64_t m, int64_t n, int64_t k);
 Case batch_case(tb_prec prec, tb_act_mode mode, int64_t m, int64_t n, int64_t k);
 Case gemv_case(bool pair, int64_t rows, int64_t cols);
 Case gdn_case(int64_t vh, int64_t kh, int64_t kd, int64_t vd);
+Case quantize_case(int64_t m, int64_t k);
 
 enum class Sweep {
   full,   // the fixed sweep (thinned pairwise, see cases.cpp) - the default of the CLI

@@ -41,5 +41,6 @@ std::unique_ptr<PreparedCase> prepare(const Case& c, uint64_t seed, double refer
 std::unique_ptr<PreparedCase> prepare_gemm(const Case& c, uint64_t case_seed, double budget);
 std::unique_ptr<PreparedCase> prepare_gemv(const Case& c, uint64_t case_seed);
 std::unique_ptr<PreparedCase> prepare_gdn(const Case& c, uint64_t case_seed);
+std::unique_ptr<PreparedCase> prepare_quantize(const Case& c, uint64_t case_seed);
 
 }  // namespace twinbit::conformance::detail

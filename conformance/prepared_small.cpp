@@ -138,6 +138,8 @@ std::unique_ptr<PreparedCase> prepare(const Case& c, uint64_t seed, double budge
       return prepare_gemv(c, s);
     case CaseKind::gdn_delta:
       return prepare_gdn(c, s);
+    case CaseKind::quantize_i8:
+      return prepare_quantize(c, s);
   }
   return nullptr;
 }

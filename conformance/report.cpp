@@ -25,6 +25,7 @@ const char* op_of(CaseKind k) {
     case CaseKind::gemv_f32: return "gemv_f32";
     case CaseKind::gemv_f32_pair: return "gemv_f32_pair";
     case CaseKind::gdn_delta: return "gdn_delta";
+    case CaseKind::quantize_i8: return "quantize_i8";
   }
   return "unknown";
 }
@@ -147,6 +148,9 @@ std::string format_json(const Report& r) {
       e["mode"] = act_mode_name(c.c.mode);
       e["m"] = c.c.m;
       e["n"] = c.c.n;
+      e["k"] = c.c.k;
+    } else if (c.c.kind == CaseKind::quantize_i8) {
+      e["m"] = c.c.m;
       e["k"] = c.c.k;
     } else if (c.c.kind == CaseKind::gdn_delta) {
       e["vh"] = c.c.vh;

@@ -1,0 +1,110 @@
+// quantize_i8 cases: activation rows with tiny and saturating groups, NaN and infinities, the
+// reference's codes and scales, one run compared byte for byte (codes) and bit for bit (scales).
+#include <cmath>
+#include <limits>
+
+#include "conformance/inputs.h"
+#include "conformance/prepared.h"
+#include "core/numerics.h"
+#include "core/reference.h"
+
+namespace twinbit::conformance::detail {
+namespace {
+
+constexpr int64_t kSlack = 32;     // canary bytes / floats after every row of xq and xd
+constexpr int8_t kCodeCanary = 0x5a;
+
+class QuantizeCase final : public PreparedCase {
+ public:
+  QuantizeCase(const Case& c, uint64_t seed) : c_(c), kp_(pad32(c.k)), ng_(kp_ / 32) {
+    Rng rng(seed);
+    ldx_ = c.k + 3;  // a leading dimension wider than the row: the tail must not be read
+    x_ = random_floats(rng, c.m * ldx_);
+    tiny_activation_groups(rng, x_, c.m, c.k, ldx_);
+    for (int64_t r = 0; r < c.m; ++r) {  // non-finite values in some groups
+      for (int64_t g = 0; g < ng_; ++g) {
+        const int64_t col = g * 32 + rng.range(0, 31);
+        if (col >= c.k) continue;
+        if (rng.chance(60)) x_[r * ldx_ + col] = std::numeric_limits<float>::quiet_NaN();
+        else if (rng.chance(40)) x_[r * ldx_ + col] = -std::numeric_limits<float>::infinity();
+      }
+      for (int64_t col = c.k; col < ldx_; ++col) x_[r * ldx_ + col] = 1e30f;  // never read
+    }
+    qref_.assign(static_cast<size_t>(c.m * kp_), 0);
+    dref_.assign(static_cast<size_t>(c.m * ng_), 0.0f);
+    ref::quantize_activations(c.m, c.k, x_.data(), ldx_, qref_.data(), kp_, dref_.data(), ng_);
+    checked_ = Format("codes [%lld][%lld] and scales [%lld][%lld]", (long long)c.m,
+                      (long long)kp_, (long long)c.m, (long long)ng_);
+  }
+
+  Attempt run(const Backend& b) const override {
+    Attempt a;
+    // Without the entry callers get the reference on the host: nothing of the backend to check.
+    if (!b.has_quantize_i8()) {
+      a.status = Error(TB_UNIMPLEMENTED, "backend '%s' has no quantize_i8 entry (callers get the "
+                       "scalar reference on the host)", b.name().c_str());
+      return a;
+    }
+    tb_op_desc d{};
+    d.op = TB_OP_QUANTIZE_I8;
+    d.m = c_.m;
+    d.k = c_.k;
+    if (a.status = b.supports(d); !a.status.ok()) return a;
+    const int64_t ldq = kp_ + kSlack, ldd = ng_ + kSlack;
+    std::vector<int8_t> xq(static_cast<size_t>(c_.m * ldq), kCodeCanary);
+    std::vector<float> xd(static_cast<size_t>(c_.m * ldd), canary());
+    const tb_quantize_args args{c_.m, c_.k, x_.data(), ldx_, xq.data(), ldq, xd.data(), ldd};
+    if (a.status = b.quantize_i8(args); !a.status.ok()) return a;
+    for (int64_t r = 0; r < c_.m; ++r) {
+      for (int64_t i = kp_; i < ldq; ++i) {
+        if (xq[r * ldq + i] != kCodeCanary) return wrote_past("xq", r, kp_, a);
+      }
+      for (int64_t i = ng_; i < ldd; ++i) {
+        if (!is_canary(xd[r * ldd + i])) return wrote_past("xd", r, ng_, a);
+      }
+    }
+    a.mismatch = compare_codes(xq.data(), ldq);
+    a.mismatch.merge(compare_bits(xd.data(), ldd, dref_.data(), ng_, c_.m, ng_, {}, "xd"));
+    return a;
+  }
+
+ private:
+  static Attempt wrote_past(const char* what, int64_t row, int64_t used, Attempt& a) {
+    a.status = Error(TB_INTERNAL, "wrote %s[%lld] past its %lld elements", what, (long long)row,
+                     (long long)used);
+    return a;
+  }
+
+  // Codes are integers: a difference counts one element; max_ulp holds the largest |difference|.
+  Mismatch compare_codes(const int8_t* got, int64_t ld) const {
+    Mismatch mm;
+    mm.total = c_.m * kp_;
+    for (int64_t r = 0; r < c_.m; ++r) {
+      for (int64_t i = 0; i < kp_; ++i) {
+        const int want = qref_[r * kp_ + i], have = got[r * ld + i];
+        if (want == have) continue;
+        if (mm.differing++ == 0) {
+          mm.first_m = r;
+          mm.first_n = i;
+          mm.first_output = "xq";
+        }
+        mm.max_ulp = std::max<uint64_t>(mm.max_ulp, static_cast<uint64_t>(std::abs(want - have)));
+      }
+    }
+    return mm;
+  }
+
+  Case c_;
+  int64_t kp_, ng_, ldx_ = 0;
+  std::vector<float> x_;
+  std::vector<int8_t> qref_;
+  std::vector<float> dref_;
+};
+
+}  // namespace
+
+std::unique_ptr<PreparedCase> prepare_quantize(const Case& c, uint64_t case_seed) {
+  return std::make_unique<QuantizeCase>(c, case_seed);
+}
+
+}  // namespace twinbit::conformance::detail
