@@ -54,6 +54,9 @@ int run_bench(const BenchOptions& o) {
   std::printf("B  %s\n   on %s\n", b->text().c_str(), x.device_b.c_str());
   std::printf("interleaved A B x %d rounds after %d warm-up calls each (seed %llu)\n", o.rounds,
               o.warmup, static_cast<unsigned long long>(o.seed));
+  if (a->mode == TB_ACT_I8 || b->mode == TB_ACT_I8) {
+    std::printf("mode i8: a call is the backend's quantize_i8 of the activations, then the gemm\n");
+  }
   auto side = [](const char* n, const SideStats& s) {
     std::printf("%s  median %s per call   p10 %s  p90 %s   (calls per round: %d)\n", n,
                 format_time_us(s.median_us).c_str(), format_time_us(s.p10_us).c_str(),
@@ -90,7 +93,7 @@ Command add_bench(CLI::App& root) {
       "  shape=KxN    K inputs x N outputs (default --shape)\n"
       "  m=M          activation rows (default --m)\n"
       "  prec=q8|q4   weight precision (default --prec)\n"
-      "  mode=f32|i8  activation mode (default --mode)\n"
+      "  mode=f32|i8  activation mode (default --mode); an i8 call includes quantize_i8\n"
       "  op=gemm|read_floor   the projection, or the backend's pure read of the same bytes\n"
       "Examples: --a cpu --b cuda;  --a cpu,threads=1 --b cpu,threads=8;  --a cuda:0 --b cuda:1;\n"
       "  --a cpu --a-case mode=f32 --b cpu --b-case mode=i8;  --a cuda --a-case m=1 --b cuda --b-case m=32\n"

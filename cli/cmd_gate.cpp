@@ -59,6 +59,7 @@ int run_gate(const GateOptions& o) {
   const AbResult& x = r.value();
   std::printf("gate %s: K %lld x N %lld, M %lld, %s, %s on %s\n", o.backend.c_str(), (long long)base.k,
               (long long)base.n, (long long)base.m, o.prec.c_str(), o.mode.c_str(), x.device_a.c_str());
+  if (base.mode == TB_ACT_I8) std::printf("mode i8: the baseline is quantize_i8 of the activations, then the gemm\n");
   std::printf("baseline (gemm)   median %s  (p10 %s, p90 %s)\n", format_time_us(x.a.median_us).c_str(),
               format_time_us(x.a.p10_us).c_str(), format_time_us(x.a.p90_us).c_str());
   std::printf("floor (read)      median %s  (p10 %s, p90 %s)\n", format_time_us(x.b.median_us).c_str(),

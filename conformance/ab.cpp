@@ -134,6 +134,10 @@ struct Side {
     a.ldxd = pad32(spec.k) / 32;
     a.y = y.data();
     a.ldy = spec.n;
+    if (spec.mode == TB_ACT_I8) {  // timed as an engine runs it: quantise, then the gemm
+      const tb_quantize_args q{spec.m, spec.k, x.data(), spec.k, xq.data(), a.ldxq, xd.data(), a.ldxd};
+      TB_RETURN_IF_ERROR(backend->quantize_i8(q));
+    }
     return backend->gemm(bound, a);
   }
   Result<double> timed_round() {

@@ -11,7 +11,8 @@
 //   shape=KxN    the projection: K inputs x N outputs        (default: the command's --shape)
 //   m=M          rows of the activation batch, 1 .. kMaxRows (core/rows.h) (default: --m)
 //   prec=q8|q4   weight precision                            (default: --prec)
-//   mode=f32|i8  activation mode                             (default: --mode)
+//   mode=f32|i8  activation mode (i8 times include the backend's quantize_i8 of the activations)
+//                                                            (default: --mode)
 //   op=gemm|read_floor   the gemm, or the backend's pure read of the same weight bytes
 // The older one-argument form BACKEND:CASE ("cuda:m=32", "cpu:prec=q4,mode=i8") is still read:
 // a ':' followed by key=value pairs starts the case, a ':' followed by digits is a device.

@@ -19,6 +19,7 @@
 
 #include "backends/cuda/cuda_backend.h"
 #include "backends/cuda/cuda_status.h"
+#include "backends/cuda/quantize_kernels.h"
 #include "bench/bench.h"
 #include "bench/cuda/gemm_variants.h"
 #include "bench/cuda/source_mapping.h"
@@ -475,6 +476,23 @@ Status run_cuda(const Options& opt, std::vector<Case>& out) {
             });
             if (!b2b.ok()) return b2b.status();
             c.note += Format("b2b_us=%.2f ", *b2b);
+          }
+          if (mode == TB_ACT_I8) {  // what an engine pays: the device quantiser, then the gemm
+            cuda::QuantizeLaunch q;
+            q.m = m;
+            q.k = sh.k;
+            q.x = static_cast<const float*>(dx.p);
+            q.ldx = sh.k;
+            q.xq = static_cast<int8_t*>(dq.p);
+            q.ldxq = sh.k;
+            q.xd = static_cast<float*>(dd.p);
+            q.ldxd = sh.k / 32;
+            auto with_q = time_back_to_back(s, std::max(5, reps / 5), 20, [&](int j) {
+              TB_RETURN_IF_ERROR(cuda::launch_quantize_i8(q, s));
+              return cuda::launch_gemm(devs[j % copies], base_launch(), s);
+            });
+            if (!with_q.ok()) return with_q.status();
+            c.note += Format("with_quantize_i8_b2b_us=%.2f ", *with_q);
           }
           if (mode == TB_ACT_F32 && prec == TB_PREC_Q8) {
             // The offload round trip through the public API (pinned staging, one sync per call).
