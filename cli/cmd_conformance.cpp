@@ -76,7 +76,13 @@ int run_conformance(const ConformanceOptions& o) {
   CaseOptions co;
   co.seed = o.seed;
   co.random_cases = o.cases;
-  co.sweep = o.sweep == "quick" ? Sweep::quick : o.sweep == "none" ? Sweep::none : Sweep::full;
+  co.sweep = o.sweep == "quick"        ? Sweep::quick
+             : o.sweep == "none"       ? Sweep::none
+             : o.sweep == "exhaustive" ? Sweep::exhaustive
+                                       : Sweep::full;
+  // An exhaustive run checks every column: a sampled reference would leave columns the backends'
+  // own sweeps used to check.
+  if (co.sweep == Sweep::exhaustive) so.reference_budget = 0;
   std::vector<Case> cases = generate_cases(co);
   if (!o.filter.empty()) {
     std::vector<Case> kept;
@@ -127,8 +133,10 @@ Command add_conformance(CLI::App& root) {
   b->excludes(p);
   app->add_option("--seed", opt->seed, "Seed of the random cases and of every input")->capture_default_str();
   app->add_option("--cases", opt->cases, "Number of random cases (besides the sweep)")->capture_default_str();
-  app->add_option("--sweep", opt->sweep, "Fixed sweep: full, quick or none")
-      ->check(CLI::IsMember({"full", "quick", "none"}))->capture_default_str();
+  app->add_option("--sweep", opt->sweep,
+                  "Fixed sweep: full (thinned pairwise), quick (a small subset), none, or\n"
+                  "exhaustive (the whole M x N x K product, every column checked: slow)")
+      ->check(CLI::IsMember({"full", "quick", "none", "exhaustive"}))->capture_default_str();
   app->add_option("--filter", opt->filter, "Only cases whose name matches this glob, e.g. 'gemm_q4_*'");
   app->add_option("--expected", opt->expected,
                   "Expected-failure list: lines 'BACKEND PATTERN REASON...' ('#' comments)");

@@ -6,6 +6,7 @@
 // of values instead of every triple: for (M[i], N[j]) the K is K[(i + j + p) % 5] where p indexes
 // (prec, mode). Every (M, N) pair then runs at four different K, and every (M, K) and (N, K) pair
 // occurs for each (prec, mode) - 504 cases instead of 2520.
+// The exhaustive sweep is that cross product itself (and the K % 32 != 0 one), for the slow runs.
 #include <array>
 #include <set>
 
@@ -146,6 +147,24 @@ void add_full_sweep(CaseList& out) {
   }
 }
 
+// Every (M, N, K) of the backend issues' sweep for every (prec, mode), and of the K % 32 != 0 sweep
+// (no thinning), then everything of the full sweep: the "slow" instances of each backend run it.
+void add_exhaustive_sweep(CaseList& out) {
+  const std::vector<int64_t> ms = {1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 31, 32, 33, 64};
+  auto add_product = [&](const std::vector<int64_t>& ns, const std::vector<int64_t>& ks) {
+    for (int p = 0; p < 4; ++p) {
+      for (int64_t k : ks) {
+        for (int64_t n : ns) {
+          for (int64_t m : ms) out.add(gemm_case(kPrecs[p / 2], kModes[p % 2], m, n, k));
+        }
+      }
+    }
+  };
+  add_product({1, 3, 31, 32, 33, 255, 256, 257, 1000}, {32, 64, 96, 2048, 6144});
+  add_product({1, 31, 33, 257}, {1, 17, 31, 33, 63, 100, 1000, 2047, 2049});
+  add_full_sweep(out);  // names already present are skipped
+}
+
 void add_quick_sweep(CaseList& out) {
   add_rotated(out, {1, 3, 33}, {1, 33, 257}, {32, 100, 96}, false);
   for (int p = 0; p < 4; ++p) out.add(batch_case(kPrecs[p / 2], kModes[p % 2], 9, 33, 96));
@@ -206,6 +225,7 @@ std::vector<Case> generate_cases(const CaseOptions& o) {
   CaseList out;
   if (o.sweep == Sweep::full) add_full_sweep(out);
   if (o.sweep == Sweep::quick) add_quick_sweep(out);
+  if (o.sweep == Sweep::exhaustive) add_exhaustive_sweep(out);
   Rng r(case_seed(o.seed, "random-shapes"));
   for (int i = 0, tries = 0; i < o.random_cases && tries < 100 * (o.random_cases + 1); ++tries) {
     Case c = random_case(r);

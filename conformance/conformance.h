@@ -7,6 +7,9 @@
 // plus `random_cases` random awkward shapes. Every case draws fresh inputs from (seed, case name),
 // so a case is reproducible on its own and never depends on which other cases ran.
 //
+// Every gemm case is called twice on one binding (the second call must give the same bits: a
+// backend may capture work on the first call and replay it, as CUDA does with its graphs).
+//
 // ONE VERDICT PER CASE (Verdict):
 //   equal        every checked output element has the reference's bits (and nothing outside the
 //                output was written).
@@ -91,6 +94,10 @@ enum class Sweep {
   full,   // the fixed sweep (thinned pairwise, see cases.cpp) - the default of the CLI
   quick,  // a small subset of it, for unit tests and smoke runs
   none,   // random cases only
+  // The cross product of the sweep's M x N x K for every (prec, mode), unthinned (2520 cases),
+  // and of its K % 32 != 0 part (2016), plus the rest of the full sweep: what the backends' own
+  // sweeps covered before the suite existed. Slow on the scalar reference: the "slow" label.
+  exhaustive,
 };
 
 struct CaseOptions {
@@ -127,7 +134,8 @@ struct Mismatch {
   int64_t total = 0;         // elements compared
   int64_t first_m = -1;      // first differing element (row-major order of the output):
   int64_t first_n = -1;      //   gemm (m, n); gemv (0, row); gdn o (head, dv), state (head, dk*vd+dv)
-  std::string first_output;  // which output holds it: "y", "y_a", "y_b", "o", "state"
+  std::string first_output;  // which output holds it: "y", "y_call2" (the second call of a
+                             // gemm case), "y_a", "y_b", "o", "state"
   uint64_t max_ulp = 0;      // largest distance in units in the last place (see ulp_distance)
   void merge(const Mismatch& other);
 };
@@ -193,7 +201,8 @@ struct SuiteOptions {
   // Fallback order for unsupported cases; empty = the built-in registry order. Entries whose
   // name equals the backend under test are skipped.
   std::vector<BackendEntry> fallback_order;
-  // Reference multiply-adds per case above which the reference is computed on sampled columns.
+  // Reference multiply-adds per case above which the reference is computed on sampled columns;
+  // 0 = never sample: every column of every case is checked (the exhaustive sweep's runs).
   double reference_budget = 3e7;
   // Progress lines ("[120/612] gemm_q8_f32_M33_N257_K96 ..."), called from the running thread.
   std::function<void(const std::string&)> progress;

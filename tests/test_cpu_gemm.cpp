@@ -1,21 +1,13 @@
-// The CPU backend's gemm against the scalar reference, bit for bit (memcmp), for EVERY
-// instruction-set tag this CPU can run, on the sweep of the CPU backend issue:
-//   M in {1..9, 16, 31, 32, 33, 64} x N in {1, 3, 31, 32, 33, 255, 256, 257, 1000}
-//   x K in {32, 64, 96, 2048, 6144}, plus K % 32 != 0 cases; q8 and q4; modes F32 and I8.
-// Each reference is computed once (for the largest M of the shape) and reused for every tag and
-// every M: row m of the reference does not depend on the other rows, so comparing an M-row call
-// with the first M reference rows also checks batch invariance. Shapes with N*K > 2^19 use
-// M <= 9 only (the scalar reference is slow), which still covers the row kernel and the 4-row
-// groups with every tail.
+// The CPU backend's gemm beyond the conformance sweep (which runs on every instruction-set tag as
+// the ctest instances conformance_cpu_<tag>, docs/CONFORMANCE.md): batch invariance at an M past
+// the row tiles, the avx512vnni decode paths on edge activations at every prefetch distance, and
+// the backend's configuration errors.
 #include <doctest/doctest.h>
 
 #include <xmmintrin.h>
 
-#include <algorithm>
 #include <cmath>
 #include <random>
-#include <cstdio>
-#include <utility>
 #include <vector>
 
 #include "backends/cpu/cpu_backend.h"
@@ -24,129 +16,6 @@
 #include "tests/test_cpu_util.h"
 
 namespace twinbit::test {
-namespace {
-
-const std::vector<int64_t> kSweepM = {1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 31, 32, 33, 64};
-
-std::vector<int64_t> ms_for(int64_t n, int64_t k) {
-  std::vector<int64_t> out;
-  const int64_t max_m = n * k > (int64_t{1} << 19) ? 9 : 64;
-  for (int64_t m : kSweepM) {
-    if (m <= max_m) out.push_back(m);
-  }
-  return out;
-}
-
-struct Shape {
-  int64_t n, k;
-};
-
-// Runs one (prec, mode) over the shapes on every runnable tag; counts the compared calls.
-void check_sweep(tb_prec prec, tb_act_mode mode, const std::vector<Shape>& shapes) {
-  const auto isas = cpu::runnable_isas();
-  REQUIRE(!isas.empty());
-  std::vector<Backend> backends;
-  for (cpu::Isa isa : isas) {
-    auto b = cpu_backend_for(isa);
-    REQUIRE_MESSAGE(b.ok(), b.status().to_string());
-    backends.push_back(std::move(b.value()));
-  }
-  int64_t calls = 0;
-  for (const Shape& sh : shapes) {
-    const auto ms = ms_for(sh.n, sh.k);
-    const int64_t max_m = ms.back();
-    const uint64_t seed = static_cast<uint64_t>(sh.n * 7919 + sh.k * 31 + prec * 3 + mode);
-    OwnedStrips w = random_strips(prec, sh.n, sh.k, seed);
-    const int64_t ldx = sh.k + 3;  // a leading dimension larger than K
-    std::vector<float> x = random_activations(max_m * ldx, seed + 1);
-    const int64_t kp = w.view.kp, ng = kp / 32;
-    std::vector<int8_t> xq(static_cast<size_t>(max_m * kp));
-    std::vector<float> xd(static_cast<size_t>(max_m * ng));
-    std::vector<float> ref(static_cast<size_t>(max_m * sh.n));
-    if (mode == TB_ACT_F32) {
-      ref::gemm_f32(w.view, max_m, x.data(), ldx, ref.data(), sh.n);
-    } else {
-      ref::quantize_activations(max_m, sh.k, x.data(), ldx, xq.data(), kp, xd.data(), ng);
-      ref::gemm_i8(w.view, max_m, xq.data(), kp, xd.data(), ng, ref.data(), sh.n);
-    }
-    for (size_t bi = 0; bi < backends.size(); ++bi) {
-      const Backend& be = backends[bi];
-      tb_weights_view view{};
-      view.kind = TB_WEIGHTS_STRIPS;
-      view.strips = w.view;
-      auto bound = be.bind(view);
-      REQUIRE_MESSAGE(bound.ok(), bound.status().to_string());
-      for (int64_t m : ms) {
-        const int64_t ldy = sh.n + 1;
-        std::vector<float> y(static_cast<size_t>(m * ldy), -12345.0f);
-        tb_gemm_args a{};
-        a.mode = mode;
-        a.m = m;
-        a.x = x.data();
-        a.ldx = ldx;
-        a.xq = xq.data();
-        a.ldxq = kp;
-        a.xd = xd.data();
-        a.ldxd = ng;
-        a.y = y.data();
-        a.ldy = ldy;
-        Status s = be.gemm(bound.value(), a);
-        REQUIRE_MESSAGE(s.ok(), s.to_string());
-        for (int64_t r = 0; r < m; ++r) {
-          const int64_t diff = first_difference(y.data() + r * ldy, ref.data() + r * sh.n,
-                                                static_cast<size_t>(sh.n));
-          if (diff >= 0) {
-            FAIL("isa " << std::string(cpu::isa_name(cpu::runnable_isas()[bi])) << " " << std::string(prec_name(prec))
-                        << " " << std::string(act_mode_name(mode)) << " N=" << sh.n << " K=" << sh.k
-                        << " M=" << m << ": row " << r << " column " << diff << " differs ("
-                        << y[r * ldy + diff] << " vs reference " << ref[r * sh.n + diff] << ")");
-          }
-          // The column past N (ldy padding) is never written.
-          CHECK(y[r * ldy + sh.n] == -12345.0f);
-        }
-        ++calls;
-      }
-    }
-  }
-  MESSAGE(std::string(prec_name(prec)) << " " << std::string(act_mode_name(mode)) << ": " << calls
-          << " gemm calls memcmp-equal to the reference over " << backends.size() << " isa tags");
-}
-
-std::vector<Shape> sweep_shapes() {
-  std::vector<Shape> out;
-  for (int64_t n : {1, 3, 31, 32, 33, 255, 256, 257, 1000}) {
-    for (int64_t k : {32, 64, 96, 2048, 6144}) out.push_back({n, k});
-  }
-  return out;
-}
-
-std::vector<Shape> ragged_k_shapes() {  // K % 32 != 0: padded groups and odd slice counts
-  std::vector<Shape> out;
-  for (int64_t n : {1, 33, 257}) {
-    for (int64_t k : {1, 17, 31, 33, 100, 1000, 2047}) out.push_back({n, k});
-  }
-  return out;
-}
-
-}  // namespace
-
-TEST_CASE("cpu gemm q8 mode f32 equals ref::gemm_f32 bitwise, M 1..64 x N 1..1000 x K 32..6144, every isa") {
-  check_sweep(TB_PREC_Q8, TB_ACT_F32, sweep_shapes());
-}
-TEST_CASE("cpu gemm q4 mode f32 equals ref::gemm_f32 bitwise, M 1..64 x N 1..1000 x K 32..6144, every isa") {
-  check_sweep(TB_PREC_Q4, TB_ACT_F32, sweep_shapes());
-}
-TEST_CASE("cpu gemm q8 mode i8 equals ref::gemm_i8 bitwise, M 1..64 x N 1..1000 x K 32..6144, every isa") {
-  check_sweep(TB_PREC_Q8, TB_ACT_I8, sweep_shapes());
-}
-TEST_CASE("cpu gemm q4 mode i8 equals ref::gemm_i8 bitwise, M 1..64 x N 1..1000 x K 32..6144, every isa") {
-  check_sweep(TB_PREC_Q4, TB_ACT_I8, sweep_shapes());
-}
-TEST_CASE("cpu gemm q8 and q4, modes f32 and i8, K % 32 != 0 (K 1..2047), N 1/33/257, every isa") {
-  for (tb_prec prec : {TB_PREC_Q8, TB_PREC_Q4}) {
-    for (tb_act_mode mode : {TB_ACT_F32, TB_ACT_I8}) check_sweep(prec, mode, ragged_k_shapes());
-  }
-}
 
 TEST_CASE("cpu gemm batch invariance: row m of an M=37 call equals that row computed alone, q8 q4 x f32 i8, every isa") {
   const int64_t n = 300, k = 640, m = 37;

@@ -1,5 +1,8 @@
-// The CUDA gemm against the scalar reference, bit for bit (memcmp), over the conformance sweep.
-// Runs only where a CUDA device is present (ctest entry "gpu"; SKIPPED elsewhere).
+// The CUDA gemm beyond the conformance sweep (which runs as the ctest instances conformance_cuda
+// and conformance_cuda_exhaustive, docs/CONFORMANCE.md): UNIMPLEMENTED reasons, the prefill
+// schedules of large grids, batch invariance, saturated i8 codes, graphs off, every decode kernel,
+// host threads, bind sizes and errors. Runs only where a CUDA device is present (ctest entry
+// "gpu"; SKIPPED elsewhere).
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -15,63 +18,8 @@
 #endif
 
 namespace twinbit::cuda_test {
-namespace {
-
-const int64_t kSweepM[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 31, 32, 33, 64};
-const int64_t kSweepN[] = {1, 3, 31, 32, 33, 255, 256, 257, 1000};
-const int64_t kSweepK[] = {32, 64, 96, 2048, 6144};
-
-// One precision and mode over the whole sweep; every case is run twice (the first call captures
-// the offload graph, the second replays it) and both results must equal the reference's bits.
-void sweep(tb_prec prec, tb_act_mode mode) {
-  auto cuda = cuda_or_skip();
-  if (!cuda) return;
-  int64_t cases = 0, failed = 0;
-  uint64_t seed = 1000 * static_cast<uint64_t>(prec) + 100 * static_cast<uint64_t>(mode);
-  for (int64_t k : kSweepK) {
-    for (int64_t n : kSweepN) {
-      HostStrips h = random_strips(prec, n, k, ++seed);
-      auto bound = cuda->bind(strips_view(h));
-      REQUIRE_MESSAGE(bound.ok(), bound.status().to_string());
-      for (int64_t m : kSweepM) {
-        Activations a = make_activations(m, k, ++seed);
-        const std::vector<float> want = reference(mode, m, h.view, a);
-        for (int pass = 0; pass < 2; ++pass) {
-          std::vector<float> got(want.size(), std::nanf("0x7ab"));  // poison: unwritten shows
-          const Status s = cuda->gemm(*bound, gemm_args(mode, m, h.view, a, got.data()));
-          const auto [diffs, first] = bit_diff(want.data(), got.data(), m * n);
-          ++cases;
-          if (!s.ok() || diffs != 0) {
-            ++failed;
-            FAIL_CHECK(std::string(prec_name(prec)) << " " << std::string(act_mode_name(mode)) << " M=" << m << " N=" << n
-                       << " K=" << k << " pass " << pass << ": " << s.to_string() << ", "
-                       << diffs << "/" << m * n << " differ, first at " << first);
-          }
-        }
-      }
-    }
-  }
-  MESSAGE(std::string(prec_name(prec)) << " " << std::string(act_mode_name(mode)) << ": " << cases - failed << "/" << cases
-          << " calls bit-identical to the reference");
-  CHECK(failed == 0);
-}
-
-}  // namespace
 
 TEST_SUITE("gpu") {
-
-TEST_CASE("gpu gemm q8 f32 equals reference bits, sweep M{1..9,16,31,32,33,64} x N{1,3,31,32,33,255,256,257,1000} x K{32,64,96,2048,6144}") {
-  sweep(TB_PREC_Q8, TB_ACT_F32);
-}
-TEST_CASE("gpu gemm q4 f32 equals reference bits, sweep M{1..9,16,31,32,33,64} x N{1,3,31,32,33,255,256,257,1000} x K{32,64,96,2048,6144}") {
-  sweep(TB_PREC_Q4, TB_ACT_F32);
-}
-TEST_CASE("gpu gemm q8 i8 equals reference bits, sweep M{1..9,16,31,32,33,64} x N{1,3,31,32,33,255,256,257,1000} x K{32,64,96,2048,6144}") {
-  sweep(TB_PREC_Q8, TB_ACT_I8);
-}
-TEST_CASE("gpu gemm q4 i8 equals reference bits, sweep M{1..9,16,31,32,33,64} x N{1,3,31,32,33,255,256,257,1000} x K{32,64,96,2048,6144}") {
-  sweep(TB_PREC_Q4, TB_ACT_I8);
-}
 
 TEST_CASE("gpu gemm K100 not multiple of 32 is UNIMPLEMENTED with its reason, q8 and q4") {
   auto cuda = cuda_or_skip();

@@ -13,7 +13,7 @@ namespace {
 using twinbit::Error;
 using namespace twinbit::testing;
 
-enum class Breakage { flip_bit, last_column, first_element, float_ops, none };
+enum class Breakage { flip_bit, last_column, first_element, float_ops, second_call, none };
 
 void flip_lowest_bit(float& f) {
   uint32_t u;
@@ -28,6 +28,7 @@ struct Ctx {
 
 struct Bound {
   tb_weights_view view;
+  int64_t gemm_calls = 0;  // on this binding (broken_second_call)
 };
 
 tb_code describe(void* ctx, tb_backend_info* out, tb_error*) {
@@ -50,6 +51,10 @@ tb_code describe(void* ctx, tb_backend_info* out, tb_error*) {
       out->name = "broken_float_ops";
       out->device = "test backend: flips one bit of gemv_f32, gemv_f32_pair and gdn_delta outputs";
       out->features = "gemm.q8,gemm.q4,act.f32,act.i8,gemv_f32,gemv_f32_pair,gdn_delta,reference";
+      break;
+    case Breakage::second_call:
+      out->name = "broken_second_call";
+      out->device = "test backend: flips one bit of y[0][0] in the second gemm on a binding";
       break;
     case Breakage::none:
       out->name = "test_reference";
@@ -85,6 +90,9 @@ tb_code gemm(void* ctx, void* handle, const tb_gemm_args* a, tb_error*) {
     flip_lowest_bit(y[kFlipRow * w.n + kFlipCol]);
   }
   if (br == Breakage::first_element) flip_lowest_bit(y[0]);
+  if (br == Breakage::second_call && ++static_cast<Bound*>(handle)->gemm_calls == 2) {
+    flip_lowest_bit(y[0]);
+  }
   const int64_t cols = br == Breakage::last_column && w.n % 32 != 0 ? w.n - 1 : w.n;
   for (int64_t r = 0; r < a->m; ++r) {
     std::memcpy(a->y + r * a->ldy, y.data() + r * w.n, static_cast<size_t>(cols) * 4);
@@ -147,6 +155,7 @@ Ctx kFlip{Breakage::flip_bit};
 Ctx kLastColumn{Breakage::last_column};
 Ctx kFirstElement{Breakage::first_element};
 Ctx kFloatOps{Breakage::float_ops};
+Ctx kSecondCall{Breakage::second_call};
 Ctx kNone{Breakage::none};
 
 tb_code create(uint32_t host, Ctx* ctx, tb_backend* out, tb_error* err,
@@ -183,6 +192,11 @@ extern "C" tb_code tb_backend_create_broken_first_element(uint32_t host, tb_back
 
 extern "C" tb_code tb_backend_create_broken_float_ops(uint32_t host, tb_backend* out, tb_error* err, const tb_backend_params* params) {
   return create(host, &kFloatOps, out, err, params);
+}
+
+extern "C" tb_code tb_backend_create_broken_second_call(uint32_t host, tb_backend* out, tb_error* err,
+                                                        const tb_backend_params* params) {
+  return create(host, &kSecondCall, out, err, params);
 }
 
 extern "C" tb_code tb_backend_create_test_reference(uint32_t host, tb_backend* out, tb_error* err, const tb_backend_params* params) {

@@ -10,6 +10,8 @@
 //   broken_float_ops    gemm is exact; gemv_f32 flips the lowest mantissa bit of y[rows - 1];
 //                       its own gemv_f32_pair entry flips that bit of y_b[0] (y_a exact);
 //                       gdn_delta flips it in o[0][0] and in the last element of the state.
+//   broken_second_call  the second gemm on a binding flips the lowest mantissa bit of y[0][0]
+//                       (a replay that goes wrong); every other call is exact.
 // Everything else (every other op and shape) is exact.
 //
 // And the control: test_reference is the scalar reference for every op, gemv_f32_pair
@@ -29,6 +31,8 @@ tb_code tb_backend_create_broken_first_element(uint32_t host_abi_version, tb_bac
                                            const tb_backend_params* params);
 tb_code tb_backend_create_broken_float_ops(uint32_t host_abi_version, tb_backend* out, tb_error* err,
                                            const tb_backend_params* params);
+tb_code tb_backend_create_broken_second_call(uint32_t host_abi_version, tb_backend* out, tb_error* err,
+                                             const tb_backend_params* params);
 tb_code tb_backend_create_test_reference(uint32_t host_abi_version, tb_backend* out, tb_error* err,
                                            const tb_backend_params* params);
 }
