@@ -87,6 +87,10 @@ expect_error "run --input with --m" "excludes" "$tb" run "$dir/s.tbsc" --entry a
 
 expect_ok "conformance on cpu (quick sweep + 20 random cases)" "$tb" conformance --backend cpu --sweep quick --cases 20 --seed 3 -q --json "$dir/conf.json" --junit "$dir/conf.xml"
 grep -q '"differ": 0' "$dir/conf.json" && pass "conformance json: differ 0" || bad "conformance json"
+# The exhaustive level checks every column, even of a case far past the sampling budget.
+expect_ok "conformance --sweep exhaustive, one large case" "$tb" conformance --backend cpu,isa=sse2 --sweep exhaustive --cases 0 --filter 'gemm_q4_i8_M64_N1000_K2048' -q --json "$dir/exh.json"
+grep -q '"cases": 1,' "$dir/exh.json" && grep -q '"checked": "all 1000 columns"' "$dir/exh.json" \
+  && pass "conformance exhaustive: all 1000 columns checked" || bad "conformance exhaustive sampled or missed its case"
 if [ -n "$plugin" ]; then
   expect_ok "conformance on the example plugin" "$tb" conformance --plugin "$plugin" --sweep none --cases 30 --seed 4 -q
 fi
