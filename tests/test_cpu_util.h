@@ -1,5 +1,6 @@
-// Shared helpers of the CPU backend tests: random strip sets in the canonical layout (made here,
-// independently of artifacts/), random activations, and a backend per instruction-set tag.
+// Shared helpers of the CPU backend tests: random strip sets in the canonical layout (the
+// conformance suite's builder, independent of artifacts/), random activations, and a backend per
+// instruction-set tag.
 #pragma once
 
 #include <cstdint>
@@ -10,66 +11,27 @@
 #include <vector>
 
 #include "backends/cpu/cpu_isa.h"
+#include "conformance/inputs.h"
 #include "core/backend.hpp"
 #include "core/numerics.h"
 #include "core/registry.h"
 
 namespace twinbit::test {
 
-// A strip set that owns its bytes. Codes cover the whole range (q8: -127..127 including both
-// ends; q4: -8..7), scales are random finite binary16 values including subnormal halves, and
-// padding (columns >= N, k >= K) holds code 0 / nibble 8 and scale 0, as FORMAT.md requires.
+// A strip set that owns its bytes, made by the conformance suite's strip builder (the one every
+// test builds strips with, conformance/inputs.h): codes over the whole range (q8 -128..127, q4
+// -8..7), scales of both signs with subnormal halves and zeros, padding (columns >= N, k >= K)
+// holding code 0 / nibble 8 and scale 0, as FORMAT.md requires.
 struct OwnedStrips {
-  std::vector<uint8_t> codes;
-  std::vector<uint16_t> scales;
+  conformance::OwnedStrips owned;
   tb_strips view{};
 };
 
-inline uint16_t random_half(std::mt19937_64& rng) {
-  for (;;) {
-    const uint16_t h = static_cast<uint16_t>(rng());
-    const uint32_t exp = (h >> 10) & 0x1f;
-    if (exp == 0x1f) continue;                   // no inf / NaN
-    if (rng() % 8 == 0) return h & 0x83ffu;      // 1 in 8: a subnormal (or zero) half
-    if (exp < 5 || exp > 20) continue;           // keep most scales in a useful range
-    return h;
-  }
-}
-
 inline OwnedStrips random_strips(tb_prec prec, int64_t n, int64_t k, uint64_t seed) {
-  std::mt19937_64 rng(seed);
+  conformance::Rng rng(seed);
   OwnedStrips s;
-  const int64_t np = pad32(n), kp = pad32(k), ng = kp / 32;
-  const int64_t tile_bytes = prec == TB_PREC_Q8 ? 1024 : 512;
-  s.codes.assign(static_cast<size_t>((np / 32) * ng * tile_bytes), prec == TB_PREC_Q8 ? 0 : 0x88);
-  s.scales.assign(static_cast<size_t>(np * ng), 0);
-  for (int64_t col = 0; col < n; ++col) {
-    const int64_t strip = col / 32, c = col % 32;
-    for (int64_t g = 0; g < ng; ++g) {
-      const int64_t tile = strip * ng + g;
-      s.scales[tile * 32 + c] = random_half(rng);
-      for (int64_t kk = 0; kk < 32 && g * 32 + kk < k; ++kk) {
-        if (prec == TB_PREC_Q8) {
-          const int r = static_cast<int>(rng() % 260);
-          const int code = r < 255 ? r - 127 : (r % 2 ? 127 : -127);  // extra weight on the ends
-          s.codes[tile * 1024 + c * 32 + kk] = static_cast<uint8_t>(static_cast<int8_t>(code));
-        } else {
-          const uint8_t nib = static_cast<uint8_t>(rng() % 16);
-          uint8_t& b = s.codes[tile * 512 + c * 16 + (kk % 16)];
-          b = kk < 16 ? static_cast<uint8_t>((b & 0xf0) | nib) : static_cast<uint8_t>((b & 0x0f) | (nib << 4));
-        }
-      }
-    }
-  }
-  s.view.prec = prec;
-  s.view.n = n;
-  s.view.k = k;
-  s.view.np = np;
-  s.view.kp = kp;
-  s.view.codes = s.codes.data();
-  s.view.codes_bytes = s.codes.size();
-  s.view.scales = s.scales.data();
-  s.view.scales_bytes = s.scales.size() * 2;
+  s.owned = conformance::random_strips(rng, prec, n, k);
+  s.view = s.owned.view();
   return s;
 }
 

@@ -112,7 +112,7 @@ TEST_CASE("gpu gemm on subnormal activation scales (saturated i8 codes) and q8 c
         if (prec == TB_PREC_Q8) {  // every 7th real code becomes -128 (codes: tile, col, k)
           for (int64_t col = 0; col < n; ++col) {
             for (int64_t kk = col % 7; kk < k; kk += 7) {
-              h.codes[static_cast<size_t>(((col / 32) * (k / 32) + kk / 32) * 1024 + (col % 32) * 32 + kk % 32)] = 0x80;
+              h.owned.codes[static_cast<size_t>(((col / 32) * (k / 32) + kk / 32) * 1024 + (col % 32) * 32 + kk % 32)] = 0x80;
             }
           }
         }

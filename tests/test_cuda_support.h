@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "conformance/inputs.h"
 #include "core/backend.h"
 #include "core/numerics.h"
 #include "core/reference.h"
@@ -31,63 +32,19 @@ inline std::optional<Backend> cuda_or_skip() {
   return std::move(b).value();
 }
 
+// A strip set of random codes and scales, made by the conformance suite's strip builder (the one
+// every test builds strips with, conformance/inputs.h): codes over the whole range, scales of
+// both signs with subnormal halves and zeros, padding as the format requires.
 struct HostStrips {
-  std::vector<uint8_t> codes;
-  std::vector<uint16_t> scales;
+  conformance::OwnedStrips owned;
   tb_strips view{};
 };
 
-// Random fp16 scale bits: mostly normal halves of either sign around 2^-8 .. 2^4, some
-// subnormal halves and zeros, so the exact half -> float conversion is exercised.
-inline uint16_t random_half(std::mt19937_64& rng) {
-  const uint32_t r = static_cast<uint32_t>(rng());
-  const uint16_t sign = (r & 1) ? 0x8000 : 0;
-  const uint16_t mant = (r >> 1) & 0x3ff;
-  switch ((r >> 11) % 32) {
-    case 0: return sign;                         // +-0
-    case 1: return static_cast<uint16_t>(sign | mant);  // subnormal
-    default: return static_cast<uint16_t>(sign | ((7 + (r >> 16) % 12) << 10) | mant);
-  }
-}
-
-// A strip set of random codes and scales, generated directly in the canonical layout
-// (core/backend.h): padding columns and k hold code 0 (q4: nibble 8) and scale 0.
 inline HostStrips random_strips(tb_prec prec, int64_t n, int64_t k, uint64_t seed) {
-  std::mt19937_64 rng(seed);
+  conformance::Rng rng(seed);
   HostStrips h;
-  const int64_t np = pad32(n), kp = pad32(k), ng = kp / 32;
-  h.codes.assign(static_cast<size_t>(prec == TB_PREC_Q8 ? np * kp : np * kp / 2), 0);
-  h.scales.assign(static_cast<size_t>(np * ng), 0);
-  for (int64_t s = 0; s < np / 32; ++s) {
-    for (int64_t g = 0; g < ng; ++g) {
-      const int64_t tile = s * ng + g;
-      for (int64_t c = 0; c < 32; ++c) {
-        const int64_t col = s * 32 + c;
-        if (col < n) h.scales[tile * 32 + c] = random_half(rng);
-        for (int64_t kk = 0; kk < 32; ++kk) {
-          const bool valid = col < n && g * 32 + kk < k;
-          if (prec == TB_PREC_Q8) {
-            const int v = valid ? static_cast<int>(rng() % 255) - 127 : 0;
-            h.codes[tile * 1024 + c * 32 + kk] = static_cast<uint8_t>(static_cast<int8_t>(v));
-          } else {
-            const uint8_t nib = valid ? static_cast<uint8_t>(rng() % 16) : 8;
-            uint8_t& byte = h.codes[tile * 512 + c * 16 + kk % 16];
-            byte = kk < 16 ? static_cast<uint8_t>((byte & 0xf0) | nib)
-                           : static_cast<uint8_t>((byte & 0x0f) | (nib << 4));
-          }
-        }
-      }
-    }
-  }
-  h.view.prec = prec;
-  h.view.n = n;
-  h.view.k = k;
-  h.view.np = np;
-  h.view.kp = kp;
-  h.view.codes = h.codes.data();
-  h.view.codes_bytes = h.codes.size();
-  h.view.scales = h.scales.data();
-  h.view.scales_bytes = h.scales.size() * 2;
+  h.owned = conformance::random_strips(rng, prec, n, k);
+  h.view = h.owned.view();
   return h;
 }
 
