@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The whole test suite (also what CI runs), in named stages that print their own time:
 #   build           Release build (CUDA backend compiled when nvcc is found)
-#   tests           every ctest entry: unit, slow, gpu (SKIPPED without a device), cli, demo
+#   tests           every ctest entry: unit, conformance (the suite per backend and CPU tag), slow
+#                   (with the exhaustive conformance runs), gpu (SKIPPED without a device), cli, demo
 #   asan-build      the CPU-side suite again with AddressSanitizer + UndefinedBehaviorSanitizer
-#   asan-tests      its unit and cli tests
+#   asan-tests      its unit, conformance and cli tests
 # Measured stage times are recorded in docs/results/ci-stages.md.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -28,6 +29,6 @@ cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTWINBIT_SANITIZE=ON
 cmake --build build-asan -j"$jobs" >>build-asan.log 2>&1 || { grep -E "error" build-asan.log | head -30; exit 1; }
 stage asan-tests
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  ctest --test-dir build-asan --output-on-failure -L "unit|cli" --timeout 3000
+  ctest --test-dir build-asan --output-on-failure -L "unit|conformance|cli" --timeout 3000
 stage done
 echo "== suite: $((SECONDS - suite_start)) s"
