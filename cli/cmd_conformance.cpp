@@ -20,24 +20,9 @@ struct ConformanceOptions {
   bool list = false, quiet = false;
 };
 
-int list_backends() {
-  for (const conformance::BackendListing& l : conformance::list_builtin_backends()) {
-    std::string tags;
-    for (const std::string& t : l.tags) tags += (tags.empty() ? "" : ",") + t;
-    if (l.available) {
-      std::printf("%-8s %s; %s\n         tags: %s\n", l.name.c_str(), l.source.c_str(),
-                  l.device.c_str(), tags.empty() ? "(none)" : tags.c_str());
-    } else {
-      std::printf("%-8s %s; not available here: %s\n", l.name.c_str(), l.source.c_str(),
-                  l.why_not.c_str());
-    }
-  }
-  return kExitOk;
-}
-
 int run_conformance(const ConformanceOptions& o) {
   using namespace conformance;
-  if (o.list) return list_backends();
+  if (o.list) return print_backend_list(false);
   std::optional<artifact::OutputFile> json, junit;  // opened before the suite runs
   const std::vector<std::string> inputs = {o.plugin, o.expected};
   if (!o.json.empty()) {
