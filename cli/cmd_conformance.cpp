@@ -37,12 +37,12 @@ int run_conformance(const ConformanceOptions& o) {
   }
   // --plugin PATH is --backend PATH; a built-in that cannot run here is 77 (skipped, never
   // passed), a plugin that does not load is 1.
-  const std::string named = !o.plugin.empty() ? o.plugin : o.backend.empty() ? "cpu" : o.backend;
-  auto spec = parse_backend_spec(named);
-  if (!spec.ok()) return usage_error("conformance", spec.status());
-  if (!o.plugin.empty() && !spec->is_plugin()) {  // "--plugin libx.so": a path all the same
-    spec.value() = BackendSpec{};
-    spec->plugin_path = o.plugin;
+  Result<BackendSpec> spec = BackendSpec{};
+  if (!o.plugin.empty()) {
+    spec->plugin_path = o.plugin;  // a path as given, even without a '/' ("libx.so": dlopen's search)
+  } else {
+    spec = parse_backend_spec(o.backend.empty() ? "cpu" : o.backend);
+    if (!spec.ok()) return usage_error("conformance", spec.status());
   }
   apply_environment_defaults(spec.value());
   int exit_code = kExitOk;

@@ -104,6 +104,7 @@ fi
 expect_error "run: missing plugin" "cannot load plugin|nope.so" "$tb" run "$dir/s.tbsc" --entry attn_q.q8 --backend "$dir/nope.so" -o "$dir/z.f32"
 expect_error "conformance: unknown backend" "unknown backend" "$tb" conformance --backend tpu
 expect_error "conformance: missing plugin" "cannot load plugin" "$tb" conformance --plugin "$dir/nope.so"
+expect_exit "conformance --plugin without a '/': a path all the same (exit 1, not a usage error)" 1 "cannot load plugin 'libtwinbit_nope.so'" "$tb" conformance --plugin libtwinbit_nope.so
 expect_exit "unknown command" 2 "unknown command 'frobnicate'" "$tb" frobnicate
 expect_exit "mistyped command names the nearest" 2 "unknown command 'bnech'; did you mean 'bench'\?" "$tb" bnech --a cpu --b cpu
 expect_exit "mistyped option names the nearest" 2 "unknown option '--rouds'; did you mean '--rounds'\?" "$tb" bench --a cpu --b cpu --rouds 3
