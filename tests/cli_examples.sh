@@ -190,7 +190,11 @@ expect_ok "devices" "$tb" devices
 grep -qE '^cpu:0 ' "$dir/out" && grep -q 'features: gemm.q8' "$dir/out" && pass "devices lists cpu:0 with its features" || bad "devices output: $(head -c 300 "$dir/out")"
 expect_ok "devices --json" "$tb" devices --json
 grep -q '"spec": "cpu:0"' "$dir/out" && pass "devices --json names cpu:0" || bad "devices --json output"
-grep -q 'SPEC := NAME\[:DEVICE\]' <("$tb" run --help) && pass "run --help shows the spec grammar" || bad "run --help: no grammar"
+for c in run check conformance demo bench gate devices; do
+  "$tb" "$c" --help 2>&1 | grep -q 'SPEC := NAME\[:DEVICE\]' && pass "$c --help shows the spec grammar" || bad "$c --help: no grammar"
+done
+expect_usage "demo --backend with a bad spec: usage, before any artifact is made" "backend spec 'cpu,threads'" "$tb" demo --small --backend "cpu,threads" --cache "$dir/democache"
+[ -e "$dir/democache" ] && bad "demo made its artifact before refusing the spec" || pass "demo refused the spec first"
 expect_usage "unknown backend name: usage, lists the built-ins" "unknown backend 'tpu' \(built in: cpu" "$tb" run "$dir/s.tbsc" --entry attn_q.q8 --backend tpu -o "$dir/yt.f32"
 expect_usage "bad spec: usage, quotes it" "backend spec 'cpu,': a parameter between commas is empty" "$tb" run "$dir/s.tbsc" --entry attn_q.q8 --backend "cpu," -o "$dir/yt.f32"
 expect_usage "reserved '+': usage, says why" "'\+' is reserved" "$tb" check "$dir/s.tbsc" --backend cpu --against "cpu+cpu"
