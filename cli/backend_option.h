@@ -38,4 +38,8 @@ Result<Backend> open_backend_option(const char* command, const std::string& text
 // The same for a spec already parsed (and given its environment defaults).
 Result<Backend> open_backend_spec(const char* command, const BackendSpec& spec, int* exit_code);
 
+// `twinbit devices` (and `conformance --list`): every built-in backend, its devices and features,
+// or why it cannot run here; as text or one JSON object. Returns kExitOk.
+int print_backend_list(bool json);
+
 }  // namespace twinbit::cli

@@ -20,24 +20,9 @@ struct ConformanceOptions {
   bool list = false, quiet = false;
 };
 
-int list_backends() {
-  for (const conformance::BackendListing& l : conformance::list_builtin_backends()) {
-    std::string tags;
-    for (const std::string& t : l.tags) tags += (tags.empty() ? "" : ",") + t;
-    if (l.available) {
-      std::printf("%-8s %s; %s\n         tags: %s\n", l.name.c_str(), l.source.c_str(),
-                  l.device.c_str(), tags.empty() ? "(none)" : tags.c_str());
-    } else {
-      std::printf("%-8s %s; not available here: %s\n", l.name.c_str(), l.source.c_str(),
-                  l.why_not.c_str());
-    }
-  }
-  return kExitOk;
-}
-
 int run_conformance(const ConformanceOptions& o) {
   using namespace conformance;
-  if (o.list) return list_backends();
+  if (o.list) return print_backend_list(false);
   std::optional<artifact::OutputFile> json, junit;  // opened before the suite runs
   const std::vector<std::string> inputs = {o.plugin, o.expected};
   if (!o.json.empty()) {
@@ -52,12 +37,12 @@ int run_conformance(const ConformanceOptions& o) {
   }
   // --plugin PATH is --backend PATH; a built-in that cannot run here is 77 (skipped, never
   // passed), a plugin that does not load is 1.
-  const std::string named = !o.plugin.empty() ? o.plugin : o.backend.empty() ? "cpu" : o.backend;
-  auto spec = parse_backend_spec(named);
-  if (!spec.ok()) return usage_error("conformance", spec.status());
-  if (!o.plugin.empty() && !spec->is_plugin()) {  // "--plugin libx.so": a path all the same
-    spec.value() = BackendSpec{};
-    spec->plugin_path = o.plugin;
+  Result<BackendSpec> spec = BackendSpec{};
+  if (!o.plugin.empty()) {
+    spec->plugin_path = o.plugin;  // a path as given, even without a '/' ("libx.so": dlopen's search)
+  } else {
+    spec = parse_backend_spec(o.backend.empty() ? "cpu" : o.backend);
+    if (!spec.ok()) return usage_error("conformance", spec.status());
   }
   apply_environment_defaults(spec.value());
   int exit_code = kExitOk;

@@ -108,15 +108,6 @@ class Demo {
 
 int Demo::run() {
   const double t_start = now_us();
-  std::string dir = opt_.cache;
-  if (dir.empty()) {
-    auto d = cache_dir();
-    if (!d.ok()) return fail("demo", d.status());
-    dir = d.value();
-  }
-  auto art = open_or_make_synthetic(dir, opt_.seed, !opt_.small, opt_.open);
-  if (!art.ok()) return fail("demo", art.status());
-
   std::vector<std::string> names = opt_.specs;
   names.insert(names.end(), opt_.backends.begin(), opt_.backends.end());
   if (names.empty()) {
@@ -148,6 +139,15 @@ int Demo::run() {
     live_.push_back(LiveBackend{std::move(b.value()), is_ref});
   }
   if (live_.empty()) return fail_backend("demo", Error(TB_UNAVAILABLE, "no backend can run here"));
+  // The backends first: a wrong spec is refused before minutes of artifact generation.
+  std::string dir = opt_.cache;
+  if (dir.empty()) {
+    auto d = cache_dir();
+    if (!d.ok()) return fail("demo", d.status());
+    dir = d.value();
+  }
+  auto art = open_or_make_synthetic(dir, opt_.seed, !opt_.small, opt_.open);
+  if (!art.ok()) return fail("demo", art.status());
   log("twinbit demo: backends: %s\n", [&] {
     std::string s;
     for (auto& l : live_) s += (s.empty() ? "" : ", ") + l.backend.name() + " (" + l.backend.device() + ")";

@@ -1,5 +1,4 @@
-// The suite's view of the registry: backends by built-in name or plugin path, with the
-// capability tags each one declares in describe().features.
+// Capability tags: what each backend declares in describe().features, split and looked up.
 #include <sstream>
 
 #include "conformance/conformance.h"
@@ -23,25 +22,6 @@ bool has_tag(const std::string& features, const std::string& tag) {
     if (t == tag) return true;
   }
   return false;
-}
-
-std::vector<BackendListing> list_builtin_backends() {
-  std::vector<BackendListing> out;
-  for (const BackendEntry& e : builtin_backends()) {
-    BackendListing l;
-    l.name = e.name;
-    l.source = "built in";
-    auto b = create_backend(e.name);
-    if (b.ok()) {
-      l.available = true;
-      l.device = b->device();
-      l.tags = split_tags(b->features());
-    } else {
-      l.why_not = b.status().to_string();
-    }
-    out.push_back(std::move(l));
-  }
-  return out;
 }
 
 }  // namespace twinbit::conformance

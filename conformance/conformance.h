@@ -50,19 +50,9 @@
 namespace twinbit::conformance {
 
 // --- backends ------------------------------------------------------------------------------
+// Backends are named and created by the core (core/backend_spec.h, core/registry.h); the suite
+// reads the capability tags each one declares in describe().features.
 
-// One registry row: identity and capability tags as the backend describes itself.
-struct BackendListing {
-  std::string name;
-  std::string source;        // "built in" or "plugin PATH"
-  bool available = false;    // created successfully on this machine
-  std::string why_not;       // when not available: the create error (UNAVAILABLE: no device)
-  std::string device;
-  std::vector<std::string> tags;  // describe().features split at commas
-};
-
-// Every built-in backend, in registry order, created once to read its identity.
-std::vector<BackendListing> list_builtin_backends();
 std::vector<std::string> split_tags(const std::string& features);
 bool has_tag(const std::string& features, const std::string& tag);
 

@@ -38,7 +38,7 @@ expect_exit() {
 
 expect_ok "help" "$tb" --help
 grep -q "Exit status, for every command: 0 ok; 1 failed" "$dir/out" && pass "help states the exit codes" || bad "help: no exit-code policy"
-for c in demo pack info run conformance check bench gate; do expect_ok "help $c" "$tb" "$c" --help; done
+for c in demo pack info run conformance check bench gate devices; do expect_ok "help $c" "$tb" "$c" --help; done
 expect_ok "pack --synthetic --small" "$tb" pack --synthetic --small -o "$dir/s.tbsc"
 expect_ok "info --verify" "$tb" info --verify "$dir/s.tbsc"
 grep -q "every checksum matches" "$dir/out" && pass "info --verify reports every checksum" || bad "info --verify output"
@@ -108,6 +108,7 @@ fi
 expect_error "run: missing plugin" "cannot load plugin|nope.so" "$tb" run "$dir/s.tbsc" --entry attn_q.q8 --backend "$dir/nope.so" -o "$dir/z.f32"
 expect_error "conformance: unknown backend" "unknown backend" "$tb" conformance --backend tpu
 expect_error "conformance: missing plugin" "cannot load plugin" "$tb" conformance --plugin "$dir/nope.so"
+expect_exit "conformance --plugin without a '/': a path all the same (exit 1, not a usage error)" 1 "cannot load plugin 'libtwinbit_nope.so'" "$tb" conformance --plugin libtwinbit_nope.so
 expect_exit "unknown command" 2 "unknown command 'frobnicate'" "$tb" frobnicate
 expect_exit "mistyped command names the nearest" 2 "unknown command 'bnech'; did you mean 'bench'\?" "$tb" bnech --a cpu --b cpu
 expect_exit "mistyped option names the nearest" 2 "unknown option '--rouds'; did you mean '--rounds'\?" "$tb" bench --a cpu --b cpu --rouds 3
@@ -188,6 +189,35 @@ fi
 "$tb" conformance --backend cpu --sweep none --cases 3 -q --json /dev/fd/1 >"$dir/conf-stdout.json" 2>/dev/null
 head -c 1 "$dir/conf-stdout.json" | grep -q '{' && grep -q '"differ": 0' "$dir/conf-stdout.json" \
   && pass "conformance --json /dev/fd/1: stdout is the JSON alone" || bad "conformance --json /dev/fd/1"
+# Backends named by a spec (docs/BACKENDS.md): one grammar everywhere, exact errors, devices listed.
+expect_ok "devices" "$tb" devices
+grep -qE '^cpu:0 ' "$dir/out" && grep -q 'features: gemm.q8' "$dir/out" && pass "devices lists cpu:0 with its features" || bad "devices output: $(head -c 300 "$dir/out")"
+expect_ok "devices --json" "$tb" devices --json
+grep -q '"spec": "cpu:0"' "$dir/out" && pass "devices --json names cpu:0" || bad "devices --json output"
+for c in run check conformance demo bench gate devices; do
+  "$tb" "$c" --help 2>&1 | grep -q 'SPEC := NAME\[:DEVICE\]' && pass "$c --help shows the spec grammar" || bad "$c --help: no grammar"
+done
+expect_usage "demo --backend with a bad spec: usage, before any artifact is made" "backend spec 'cpu,threads'" "$tb" demo --small --backend "cpu,threads" --cache "$dir/democache"
+[ -e "$dir/democache" ] && bad "demo made its artifact before refusing the spec" || pass "demo refused the spec first"
+expect_usage "unknown backend name: usage, lists the built-ins" "unknown backend 'tpu' \(built in: cpu" "$tb" run "$dir/s.tbsc" --entry attn_q.q8 --backend tpu -o "$dir/yt.f32"
+expect_usage "bad spec: usage, quotes it" "backend spec 'cpu,': a parameter between commas is empty" "$tb" run "$dir/s.tbsc" --entry attn_q.q8 --backend "cpu," -o "$dir/yt.f32"
+expect_usage "reserved '+': usage, says why" "'\+' is reserved" "$tb" check "$dir/s.tbsc" --backend cpu --against "cpu+cpu"
+expect_usage "unknown key: usage, quotes it and lists the keys" "unknown parameter 'thread=2' \(valid keys: threads, isa, prefetch_bytes\)" "$tb" conformance --backend "cpu,thread=2" --sweep none --cases 1 -q
+expect_usage "bad isa: usage, lists the tags" "isa=avx9 is not an instruction-set tag .*sse2" "$tb" gate --backend "cpu,isa=avx9" --shape 64x64
+expect_exit "cpu:1: cannot run here (77), names the count" 77 "device 1 does not exist \(this machine has 1 device" "$tb" run "$dir/s.tbsc" --entry attn_q.q8 --backend cpu:1 -o "$dir/yt.f32"
+expect_ok "conformance --backend cpu,isa=sse2,threads=1" "$tb" conformance --backend "cpu,isa=sse2,threads=1" --sweep none --cases 5 -q
+grep -q 'sse2' "$dir/out" && pass "conformance report names isa sse2" || bad "conformance isa report: $(head -c 300 "$dir/out")"
+expect_ok "bench --a cpu,threads=1 --b cpu,isa=sse2: bits compared equal" "$tb" bench --a "cpu,threads=1" --b "cpu,isa=sse2" --shape 96x33 --m 3 --rounds 1 --warmup 0
+grep -q "bit-identical" "$dir/out" && pass "bench compares the two cpu specs' bits" || bad "bench spec output: $(cat "$dir/out")"
+expect_ok "bench --a-case / --b-case" "$tb" bench --a cpu --a-case m=2,prec=q4 --b cpu --b-case m=2,prec=q4,mode=i8 --shape 64x64 --rounds 1 --warmup 0
+expect_usage "bench --a cpu:threads=8: usage, shows the comma form" "cpu,threads=8" "$tb" bench --a cpu:threads=8 --b cpu
+TWINBIT_CPU_THREADS=0 "$tb" run "$dir/s.tbsc" --entry attn_q.q8 --backend cpu -o "$dir/yt.f32" >"$dir/out" 2>"$dir/err"
+[ $? = 2 ] && grep -q "threads=0 is not valid" "$dir/err" && grep -q "environment: TWINBIT_CPU_THREADS=0" "$dir/err" \
+  && pass "TWINBIT_CPU_THREADS is a default of threads= and named when it is bad" || bad "env default: $(cat "$dir/err")"
+TWINBIT_CPU_THREADS=0 "$tb" run "$dir/s.tbsc" --entry attn_q.q8 --backend cpu,threads=1 -o "$dir/yt.f32" >/dev/null 2>&1 \
+  && pass "an explicit threads= wins over TWINBIT_CPU_THREADS" || bad "explicit param did not win"
+TWINBIT_CPU_ARCH=sse2 "$tb" conformance --backend cpu --sweep none --cases 1 -q >"$dir/out" 2>&1
+grep -q 'sse2)' "$dir/out" && pass "TWINBIT_CPU_ARCH is a default of isa=" || bad "TWINBIT_CPU_ARCH default: $(head -c 300 "$dir/out")"
 chmod 600 "$dir/y.f32"
 expect_ok "run -o a 0600 file" "$tb" run "$dir/s.tbsc" --entry attn_q.q8 -o "$dir/y.f32"
 [ "$(stat -c %a "$dir/y.f32")" = 600 ] && pass "the replaced file keeps mode 0600" || bad "mode not kept"

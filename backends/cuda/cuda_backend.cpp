@@ -802,7 +802,7 @@ twinbit::Status cuda_device_props(int device, cudaDeviceProp* prop) {
   return twinbit::Status();
 }
 
-// "NVIDIA H200 (device 1, 132 SMs)": the name describe() and the device list share.
+// "NVIDIA H200 (device 1, 132 SMs)": the device list's name (describe() adds the details).
 std::string device_title(int device, const cudaDeviceProp& prop) {
   return twinbit::Format("%s (device %d, %d SMs)", prop.name, device, prop.multiProcessorCount);
 }
@@ -853,10 +853,11 @@ extern "C" tb_code tb_backend_create_cuda(uint32_t host_abi_version, tb_backend*
   if (!ctx) return Error(TB_RESOURCE_EXHAUSTED, "cuda backend: out of host memory").to_c(err);
   ctx->device = device;
   ctx->memory_bytes = prop.totalGlobalMem;
-  ctx->device_desc = device_title(device, prop) + twinbit::Format(
-      " (sm_%d%d, %d MiB L2, %llu MiB; CUDA runtime %d.%d, driver %d.%d)", prop.major, prop.minor,
-      prop.l2CacheSize >> 20, static_cast<unsigned long long>(prop.totalGlobalMem >> 20),
-      runtime / 1000, (runtime % 1000) / 10, driver / 1000, (driver % 1000) / 10);
+  ctx->device_desc = twinbit::Format(
+      "%s (device %d, %d SMs; sm_%d%d, %d MiB L2, %llu MiB; CUDA runtime %d.%d, driver %d.%d)",
+      prop.name, device, prop.multiProcessorCount, prop.major, prop.minor, prop.l2CacheSize >> 20,
+      static_cast<unsigned long long>(prop.totalGlobalMem >> 20), runtime / 1000,
+      (runtime % 1000) / 10, driver / 1000, (driver % 1000) / 10);
   out->iface = &twinbit::cuda::kIface;
   out->ctx = ctx;
   return TB_OK;
