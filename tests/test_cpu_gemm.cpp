@@ -10,7 +10,6 @@
 #include <random>
 #include <vector>
 
-#include "backends/cpu/cpu_backend.h"
 #include "core/op_checks.h"
 #include "core/reference.h"
 #include "tests/test_cpu_util.h"
@@ -77,9 +76,8 @@ TEST_CASE("cpu gemm mode f32 decode (spread path, tile fallback on inexact x * 2
   auto be = cpu_backend_for(cpu::Isa::kAvx512vnni);
   REQUIRE_MESSAGE(be.ok(), be.status().to_string());
   int64_t calls = 0;
-  for (const char* bytes : {"0", "2048", "65536"}) {
-    tb_error err{};
-    REQUIRE(cpu::set_prefetch_bytes(be->raw(), bytes, &err) == TB_OK);
+  for (int64_t bytes : {0, 2048, 65536}) {
+    REQUIRE(be->set_switch("cpu.set_prefetch_bytes", bytes).ok());
     for (tb_prec prec : {TB_PREC_Q8, TB_PREC_Q4}) {
       for (int64_t n : {1, 33, 257, 1000}) {
         for (int64_t k : {32, 64, 96, 100, 2048}) {
@@ -134,9 +132,8 @@ TEST_CASE("cpu gemm mode i8 prefetch distances 0 (no software prefetch) / 2 KiB 
         view.strips = w.view;
         auto bound = be->bind(view);
         REQUIRE(bound.ok());
-        for (const char* bytes : {"0", "2048", "65536"}) {
-          tb_error err{};
-          REQUIRE(cpu::set_prefetch_bytes(be->raw(), bytes, &err) == TB_OK);
+        for (int64_t bytes : {0, 2048, 65536}) {
+          REQUIRE(be->set_switch("cpu.set_prefetch_bytes", bytes).ok());
           for (int64_t mm : {int64_t{1}, m}) {
             std::vector<float> y(static_cast<size_t>(mm * n));
             tb_gemm_args a{TB_ACT_I8, mm, nullptr, 0, xq.data(), k, xd.data(), ng, y.data(), n};
@@ -153,7 +150,7 @@ TEST_CASE("cpu gemm mode i8 prefetch distances 0 (no software prefetch) / 2 KiB 
   MESSAGE(calls << " gemm calls memcmp-equal to the reference");
 }
 
-TEST_CASE("cpu backend: prefetch_bytes bad values are INVALID_ARGUMENT naming it; set_prefetch_bytes checks its arguments") {
+TEST_CASE("cpu backend: prefetch_bytes bad values are INVALID_ARGUMENT naming it; the cpu.set_prefetch_bytes switch checks its value") {
   for (const char* bad : {"-1", "65537", "4k", "", "+8"}) {
     auto c = create_cpu_backend({{"prefetch_bytes", bad}});
     REQUIRE_FALSE(c.ok());
@@ -165,12 +162,12 @@ TEST_CASE("cpu backend: prefetch_bytes bad values are INVALID_ARGUMENT naming it
   }
   auto ok = create_cpu_backend();
   REQUIRE(ok.ok());
-  tb_error err{};
-  CHECK(cpu::set_prefetch_bytes(ok->raw(), "0", &err) == TB_OK);
-  CHECK(cpu::set_prefetch_bytes(ok->raw(), "70000", &err) == TB_INVALID_ARGUMENT);
-  CHECK(cpu::set_prefetch_bytes(ok->raw(), nullptr, &err) == TB_INVALID_ARGUMENT);
-  tb_backend other{};
-  CHECK(cpu::set_prefetch_bytes(other, "4096", &err) == TB_INVALID_ARGUMENT);
+  CHECK(ok->set_switch("cpu.set_prefetch_bytes", 0).ok());
+  const Status big = ok->set_switch("cpu.set_prefetch_bytes", 70000);
+  CHECK(big.code() == TB_INVALID_ARGUMENT);
+  CHECK(big.message().find("70000") != std::string::npos);
+  CHECK(ok->set_switch("cpu.set_prefetch_bytes", -1).code() == TB_INVALID_ARGUMENT);
+  CHECK(ok->set_switch("cpu.no_such_switch", 1).code() == TB_UNIMPLEMENTED);
 }
 
 TEST_CASE("cpu backend: reads no environment variable (TWINBIT_CPU_* are CLI defaults; the removed measurement switches are gone)") {

@@ -321,6 +321,24 @@ tb_code read_floor(void* c, void* handle, int64_t m, tb_error* err) {
 
 void destroy(void* c) { delete ctx_of(c); }
 
+// Switches (get_proc; names and values documented in cpu_backend.h), for A/B measurements of one
+// setting against another in one process.
+tb_code sw_prefetch_bytes(void* c, int64_t v, tb_error* err) {
+  if (v < 0 || v > 65536) {
+    return Error(TB_INVALID_ARGUMENT, "cpu.set_prefetch_bytes: %lld is not a prefetch distance "
+                 "(expected bytes 0 .. 65536)", static_cast<long long>(v)).to_c(err);
+  }
+  ctx_of(c)->prefetch_bytes = static_cast<int>(v);
+  return TB_OK;
+}
+
+void* get_proc(void*, const char* name) {
+  if (name && std::strcmp(name, "cpu.set_prefetch_bytes") == 0) {
+    return reinterpret_cast<void*>(&sw_prefetch_bytes);
+  }
+  return nullptr;
+}
+
 const tb_backend_iface kIface = {
     .abi_version = TB_BACKEND_ABI_VERSION,
     .struct_size = sizeof(tb_backend_iface),
@@ -335,7 +353,7 @@ const tb_backend_iface kIface = {
     .gemv_f32_pair = gemv_f32_pair,
     .read_floor = read_floor,
     .quantize_i8 = quantize_i8,
-    .get_proc = nullptr,
+    .get_proc = get_proc,
 };
 
 constexpr const char* kWho = "cpu backend";
@@ -384,25 +402,9 @@ Status parse_prefetch_bytes(const char* v, const char* what, int* out) {
   return Status();
 }
 
-// The same switch set on a live backend (the set_* functions of cpu_backend.h).
-template <class T>
-tb_code set_switch(const tb_backend& backend, const char* value, const char* fn,
-                   Status (*parse)(const char*, const char*, T*), T Context::*field, tb_error* err) {
-  if (backend.iface != &kIface || !backend.ctx) {
-    return Error(TB_INVALID_ARGUMENT, "%s: the backend is not a cpu backend", fn).to_c(err);
-  }
-  T v{};
-  Status s = parse(value ? value : "(null)", (std::string(fn) + ": ").c_str(), &v);
-  if (!s.ok()) return s.to_c(err);
-  ctx_of(backend.ctx)->*field = v;
-  return TB_OK;
-}
 
 }  // namespace
 
-tb_code twinbit::cpu::set_prefetch_bytes(const tb_backend& backend, const char* bytes, tb_error* err) {
-  return set_switch(backend, bytes, "set_prefetch_bytes", parse_prefetch_bytes, &Context::prefetch_bytes, err);
-}
 
 
 extern "C" tb_code tb_backend_create_cpu(uint32_t host_abi_version, tb_backend* out,

@@ -19,6 +19,11 @@
 //                      turns it off). Lines go into L2. Same bits at every distance: a tuning
 //                      knob for other memory systems.
 // Device: the host is the one device, index 0.
+//
+// Switches (tb_backend_iface::get_proc, type tb_switch_fn; twinbit::Backend::set_switch):
+//   cpu.set_prefetch_bytes  the prefetch distance of a live backend, 0 .. 65536 bytes (as the
+//                           parameter), for A/B measurements in one process. Not thread-safe
+//                           against operations of the same backend.
 // The kernels have one schedule per tag; the variants measured against them (a tile-only F32
 // decode, burst prefetches, L1 prefetches) were removed (docs/results/cpu-kernel-choices.md).
 //
@@ -35,11 +40,3 @@
 
 extern "C" tb_code tb_backend_create_cpu(uint32_t host_abi_version, tb_backend* out_backend,
                                          tb_error* err, const tb_backend_params* params);
-
-namespace twinbit::cpu {
-// Switches the prefetch distance ("0" .. "65536" bytes, as the prefetch_bytes parameter) of a
-// backend made by tb_backend_create_cpu, for A/B measurements in one process. Not thread-safe
-// against operations of the same backend. INVALID_ARGUMENT naming the value if `backend` is not
-// a cpu backend or `bytes` is not a distance.
-tb_code set_prefetch_bytes(const tb_backend& backend, const char* bytes, tb_error* err);
-}  // namespace twinbit::cpu

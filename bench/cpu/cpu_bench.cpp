@@ -20,7 +20,6 @@
 #include <tbb/task_arena.h>
 
 #include "bench/bench.h"
-#include "backends/cpu/cpu_backend.h"
 #include "bench/cpu/cpu_peak.h"
 #include "core/numerics.h"
 #include "core/op_checks.h"
@@ -146,20 +145,17 @@ Result<double> median_us(int64_t copies, int samples, const Call& call) {
   return per_call[per_call.size() / 2];
 }
 
-// Settings of one tuning switch (cpu_backend.h: set_prefetch_bytes) measured in one process,
+// Settings of one tuning switch (cpu_backend.h: cpu.set_prefetch_bytes) measured in one process,
 // interleaved: each sample is a rotation with each setting in turn, so all see the same machine
 // state. The list ends on the default, which stays set afterwards.
-constexpr const char* kPrefetchDistances[5] = {"0", "2048", "4096", "16384", "8192"};
-using VariantSetter = tb_code (*)(const tb_backend&, const char*, tb_error*);
+constexpr int64_t kPrefetchDistances[5] = {0, 2048, 4096, 16384, 8192};
 template <int N, class Call>
-Status ab_variants_us(const Backend& be, VariantSetter set, const char* const (&names)[N], int64_t copies,
+Status ab_variants_us(const Backend& be, const char* name, const int64_t (&values)[N], int64_t copies,
                       int samples, const Call& call, double (&out_us)[N]) {
   std::vector<double> t[N];
   for (int s = -1; s < samples; ++s) {  // s = -1: a warm-up rotation of each
     for (int v = 0; v < N; ++v) {
-      tb_error err{};
-      const tb_code code = set(be.raw(), names[v], &err);
-      if (code != TB_OK) return Status::from_c(code, err);
+      TB_RETURN_IF_ERROR(be.set_switch(name, values[v]));
       const auto t0 = std::chrono::steady_clock::now();
       for (int64_t c = 0; c < copies; ++c) TB_RETURN_IF_ERROR(call(c));
       const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
@@ -311,7 +307,7 @@ Status run_cpu(const Options& opt, std::vector<Case>& out) {
           cs.ratio = cs.us / cs.floor_us;
           if (m == 1 && vnni) {  // the software prefetch distance, default 8 KiB
             double dist_us[5] = {-1, -1, -1, -1, -1};
-            TB_RETURN_IF_ERROR(ab_variants_us(be.value(), cpu::set_prefetch_bytes, kPrefetchDistances, copies,
+            TB_RETURN_IF_ERROR(ab_variants_us(be.value(), "cpu.set_prefetch_bytes", kPrefetchDistances, copies,
                                               samples, gemm, dist_us));
             char note[240];
             std::snprintf(note, sizeof note, "%s; prefetch distance none / 2 / 4 / 8 / 16 KiB: %.1f / %.1f / %.1f / %.1f / %.1f us",
