@@ -21,6 +21,7 @@
 #include "artifacts/text_rule.h"
 #include "core/numerics.h"
 #include "core/op_checks.h"
+#include "core/strip_layout.h"
 
 namespace twinbit::artifact {
 
@@ -227,9 +228,9 @@ Status Reader::entry(Cursor& c, uint32_t index, uint64_t file_bytes, Entry* e) {
   }
   e->kind = static_cast<tb_weights_kind>(kind);
   const bool strips = e->kind == TB_WEIGHTS_STRIPS;
-  if (strips ? (prec != TB_PREC_Q8 && prec != TB_PREC_Q4) : prec != 0) {
+  if (strips ? (prec >= static_cast<uint32_t>(kPrecisionCount)) : prec != 0) {
     return Error(TB_DATA_LOSS, "%s prec = %u (expected %s)", where.c_str(), prec,
-                 strips ? "0 = q8 or 1 = q4" : "0 for an f32 matrix");
+                 strips ? precision_codes() : "0 for an f32 matrix");
   }
   e->prec = static_cast<tb_prec>(prec);
   int64_t np = 0, kp = 0;
@@ -551,15 +552,10 @@ tb_weights_view Artifact::view(const Entry& e) const {
   tb_weights_view v{};
   v.kind = e.kind;
   if (e.kind == TB_WEIGHTS_STRIPS) {
-    v.strips.prec = e.prec;
-    v.strips.n = e.n;
-    v.strips.k = e.k;
-    v.strips.np = pad32(e.n);
-    v.strips.kp = pad32(e.k);
-    v.strips.codes = base_ + e.payloads[kStripCodes].offset;
-    v.strips.codes_bytes = e.payloads[kStripCodes].bytes;
-    v.strips.scales = reinterpret_cast<const uint16_t*>(base_ + e.payloads[kStripScales].offset);
-    v.strips.scales_bytes = e.payloads[kStripScales].bytes;
+    // The payload sizes were checked against the shape when the entry was parsed.
+    v.strips = StripLayout{e.prec, e.n, e.k}.view(
+        base_ + e.payloads[kStripCodes].offset,
+        reinterpret_cast<const uint16_t*>(base_ + e.payloads[kStripScales].offset));
   } else {
     v.matrix.rows = e.n;
     v.matrix.cols = e.k;
@@ -649,8 +645,7 @@ Status Artifact::verify(const Entry& e) const {
     return Error(TB_DATA_LOSS, "%s: entry '%s' %s byte %llu is padding (column %lld%s) and holds "
                  "0x%02x (expected %s)", path_.c_str(), e.name.c_str(), pp.payload,
                  (ull)pp.offset, (ll)pp.column, pp.k < 0 ? "" : Format(", k %lld", (ll)pp.k).c_str(),
-                 pp.found, pp.k < 0 ? "scale 0"
-                           : e.prec == TB_PREC_Q4 ? "nibble 8, code 0" : "code 0");
+                 pp.found, pp.k < 0 ? "scale 0" : precision_traits(e.prec).padding_text);
   }
   verified_[index].store(true, std::memory_order_release);
   return Status();

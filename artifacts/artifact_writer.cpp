@@ -165,7 +165,7 @@ Status Writer::adopt_strips(const std::string& name, tb_prec prec, int64_t n, in
     return Error(TB_INVALID_ARGUMENT, "entry '%s': %s byte %llu is padding (column %lld%s) and "
                  "holds 0x%02x (expected %s: N = %lld, K = %lld)", name.c_str(), p.payload,
                  (ull)p.offset, (ll)p.column, p.k < 0 ? "" : Format(", k %lld", (ll)p.k).c_str(),
-                 p.found, p.k < 0 ? "scale 0" : prec == TB_PREC_Q4 ? "nibble 8, code 0" : "code 0",
+                 p.found, p.k < 0 ? "scale 0" : precision_traits(prec).padding_text,
                  (ll)n, (ll)k);
   }
   Entry e;
@@ -187,7 +187,7 @@ Status Writer::add_strips(const std::string& name, tb_prec prec, int64_t n, int6
                           std::vector<FusedRange> ranges,
                           std::vector<std::string> source_tensors) {
   // Sizes are checked before copying so that a wrong span costs nothing.
-  if ((prec == TB_PREC_Q8 || prec == TB_PREC_Q4) && n >= 1 && n <= kMaxDim && k >= 1 &&
+  if (precision_known(prec) && n >= 1 && n <= kMaxDim && k >= 1 &&
       k <= kMaxDim &&
       (codes.size() != strip_codes_bytes(prec, n, k) ||
        scales.size() * 2 != strip_scales_bytes(n, k))) {

@@ -2,29 +2,27 @@
 // padding k (every real column) - a few KB even for lm_head, never the whole payload.
 #include "artifacts/strip_padding.h"
 
-#include "core/numerics.h"
+#include "core/strip_layout.h"
 
 namespace twinbit::artifact {
 
 PaddingProblem find_bad_padding(tb_prec prec, int64_t n, int64_t k, const uint8_t* codes,
                                 const uint8_t* scales) noexcept {
-  const bool q4 = prec == TB_PREC_Q4;
-  const int64_t ng = pad32(k) / 32, nstrips = pad32(n) / 32;
-  const int64_t tile = q4 ? 512 : 1024, run = q4 ? 16 : 32;  // bytes per tile, per column
-  const uint8_t pad = q4 ? 0x88 : 0x00;
-  auto at = [&](int64_t strip, int64_t g, int64_t c) { return (strip * ng + g) * tile + c * run; };
+  const StripLayout layout{prec, n, k};
+  const PrecisionTraits& t = layout.traits();
+  const int64_t ng = layout.groups(), nstrips = layout.strips(), run = layout.run_bytes();
 
   if (const int64_t real = n % 32; real != 0) {  // padding columns of the last strip
     const int64_t s = nstrips - 1;
     for (int64_t g = 0; g < ng; ++g) {
       for (int64_t c = real; c < 32; ++c) {
-        const int64_t base = at(s, g, c);
+        const int64_t base = layout.code_offset(s * 32 + c, g);
         for (int64_t j = 0; j < run; ++j) {
-          if (codes[base + j] != pad) {
+          if (codes[base + j] != t.padding_byte) {
             return {"codes", static_cast<uint64_t>(base + j), s * 32 + c, g * 32 + j, codes[base + j]};
           }
         }
-        const int64_t sc = ((s * ng + g) * 32 + c) * 2;
+        const int64_t sc = layout.scale_index(s * 32 + c, g) * 2;
         for (int64_t b = 0; b < 2; ++b) {
           if (scales[sc + b] != 0) return {"scales", static_cast<uint64_t>(sc + b), s * 32 + c, -1, scales[sc + b]};
         }
@@ -34,20 +32,12 @@ PaddingProblem find_bad_padding(tb_prec prec, int64_t n, int64_t k, const uint8_
   if (const int64_t valid = k % 32; valid != 0) {  // padding k of the last group, real columns
     const int64_t g = ng - 1;
     for (int64_t col = 0; col < n; ++col) {
-      const int64_t base = at(col / 32, g, col % 32);
-      for (int64_t j = 0; j < run; ++j) {
-        const uint8_t b = codes[base + j];
-        bool bad = false;
-        int64_t kk = g * 32 + j;
-        if (!q4) {
-          bad = j >= valid && b != 0;
-        } else if (j >= valid && (b & 0x0f) != 0x08) {  // low nibble: k = j
-          bad = true;
-        } else if (j + 16 >= valid && (b >> 4) != 0x08) {  // high nibble: k = j + 16
-          bad = true;
-          kk += 16;
+      const int64_t base = layout.code_offset(col, g);
+      for (int64_t j = 0; j < run; ++j) {  // byte by byte, each byte's padding codes in k order
+        for (int kk = static_cast<int>(valid); kk < 32; ++kk) {
+          if (t.code_byte(kk) != j || t.load_code(codes + base, kk) == 0) continue;
+          return {"codes", static_cast<uint64_t>(base + j), col, g * 32 + kk, codes[base + j]};
         }
-        if (bad) return {"codes", static_cast<uint64_t>(base + j), col, kk, b};
       }
     }
   }

@@ -6,6 +6,7 @@
 
 #include "core/numerics.h"
 #include "core/op_checks.h"
+#include "core/strip_layout.h"
 
 namespace twinbit::conformance {
 
@@ -31,8 +32,7 @@ uint64_t case_seed(uint64_t suite_seed, const std::string& case_name) {
 }
 
 tb_strips OwnedStrips::view() const {
-  return tb_strips{prec, n, k, pad32(n), pad32(k), codes.data(), codes.size(),
-                   scales.data(), scales.size() * 2};
+  return StripLayout{prec, n, k}.view(codes.data(), scales.data());
 }
 
 namespace {
@@ -54,25 +54,19 @@ OwnedStrips random_strips(Rng& rng, tb_prec prec, int64_t n, int64_t k) {
   s.prec = prec;
   s.n = n;
   s.k = k;
-  const int64_t kt = pad32(k) / 32;
-  s.codes.assign(strip_codes_bytes(prec, n, k), prec == TB_PREC_Q4 ? 0x88 : 0);
-  s.scales.assign(strip_scales_bytes(n, k) / 2, 0);
+  const StripLayout layout{prec, n, k};
+  const PrecisionTraits& t = layout.traits();
+  // Every code the format can hold: the quantiser's range, and for q8 also -128, which the
+  // packer never writes but a GGUF block may hold; every backend must compute with it exactly
+  // (NUMERICS.md "Notation"). The storable range is what the packing's bits allow.
+  const int lo = -(1 << (t.bits_per_code - 1)), hi = t.code_max;
+  s.codes.assign(layout.codes_bytes(), t.padding_byte);
+  s.scales.assign(layout.scales_bytes() / 2, 0);
   for (int64_t col = 0; col < n; ++col) {
-    for (int64_t g = 0; g < kt; ++g) {
-      const int64_t tile = (col / 32) * kt + g;
-      s.scales[tile * 32 + col % 32] = random_half_scale(rng);
+    for (int64_t g = 0; g < layout.groups(); ++g) {
+      s.scales[layout.scale_index(col, g)] = random_half_scale(rng);
       for (int64_t kk = 0; kk < 32 && g * 32 + kk < k; ++kk) {
-        if (prec == TB_PREC_Q8) {
-          // -128 included: the packer never writes it, but a GGUF block may hold any int8 and
-          // every backend must compute with it exactly (NUMERICS.md "Notation").
-          const auto code = static_cast<int8_t>(rng.range(-128, 127));
-          s.codes[tile * 1024 + (col % 32) * 32 + kk] = static_cast<uint8_t>(code);
-        } else {
-          const auto nib = static_cast<uint8_t>(rng.range(0, 15));  // code + 8, codes -8..7
-          uint8_t& b = s.codes[tile * 512 + (col % 32) * 16 + kk % 16];
-          b = kk < 16 ? static_cast<uint8_t>((b & 0xf0) | nib)
-                      : static_cast<uint8_t>((b & 0x0f) | (nib << 4));
-        }
+        layout.set_code(s.codes.data(), col, g * 32 + kk, static_cast<int>(rng.range(lo, hi)));
       }
     }
   }

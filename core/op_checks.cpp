@@ -2,23 +2,19 @@
 
 #include "core/numerics.h"
 #include "core/rows.h"
+#include "core/strip_layout.h"
 
 namespace twinbit {
 
 uint64_t strip_codes_bytes(tb_prec prec, int64_t n, int64_t k) {
-  const uint64_t cells = static_cast<uint64_t>(pad32(n)) * static_cast<uint64_t>(pad32(k));
-  return prec == TB_PREC_Q4 ? cells / 2 : cells;
+  return StripLayout{prec, n, k}.codes_bytes();
 }
 uint64_t strip_scales_bytes(int64_t n, int64_t k) {
-  return static_cast<uint64_t>(pad32(n)) * static_cast<uint64_t>(ngroups_of(k)) * 2;
+  return StripLayout{TB_PREC_Q8, n, k}.scales_bytes();  // the scales do not depend on prec
 }
 
 const char* prec_name(tb_prec prec) {
-  switch (prec) {
-    case TB_PREC_Q8: return "q8";
-    case TB_PREC_Q4: return "q4";
-  }
-  return "unknown-prec";
+  return precision_known(prec) ? precision_traits(prec).name : "unknown-prec";
 }
 const char* act_mode_name(tb_act_mode m) {
   switch (m) {
@@ -49,10 +45,7 @@ Status check_dim(const char* what, int64_t v) {
 }  // namespace
 
 Status check_strips(const tb_strips& w) {
-  if (w.prec != TB_PREC_Q8 && w.prec != TB_PREC_Q4) {
-    return Error(TB_INVALID_ARGUMENT, "strip precision %d is unknown (expected 0 = q8, 1 = q4)",
-                 static_cast<int>(w.prec));
-  }
+  TB_RETURN_IF_ERROR(check_precision(w.prec));
   TB_RETURN_IF_ERROR(check_dim("N", w.n));
   TB_RETURN_IF_ERROR(check_dim("K", w.k));
   if (w.np != pad32(w.n) || w.kp != pad32(w.k)) {

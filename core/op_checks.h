@@ -3,6 +3,7 @@
 #pragma once
 
 #include "core/backend.h"
+#include "core/precision.h"  // check_precision: every tb_prec arriving from outside
 #include "core/status.hpp"
 
 namespace twinbit {
@@ -15,7 +16,7 @@ constexpr int64_t kMaxDim = int64_t{1} << 24;
 uint64_t strip_codes_bytes(tb_prec prec, int64_t n, int64_t k);
 uint64_t strip_scales_bytes(int64_t n, int64_t k);
 
-const char* prec_name(tb_prec prec);        // "q8", "q4"
+const char* prec_name(tb_prec prec);        // the table's name: "q8", "q4"
 const char* act_mode_name(tb_act_mode m);   // "f32", "i8"
 const char* op_name(tb_op op);              // "gemm", "gemv_f32", ...
 

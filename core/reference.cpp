@@ -5,26 +5,17 @@
 #include <vector>
 
 #include "core/numerics.h"
+#include "core/strip_layout.h"
 #include "core/tb_expf.h"
 
 namespace twinbit::ref {
 
 int weight_code(const tb_strips& w, int64_t n, int64_t k) {
-  const int64_t strip = n / 32, col = n % 32, g = k / 32, kk = k % 32;
-  const int64_t tile = strip * (w.kp / 32) + g;  // [np/32][kp/32] tiles of 32 columns x 32 k
-  if (w.prec == TB_PREC_Q8) {
-    const auto* codes = static_cast<const int8_t*>(w.codes);
-    return codes[tile * 1024 + col * 32 + kk];
-  }
-  const auto* bytes = static_cast<const uint8_t*>(w.codes);
-  const uint8_t b = bytes[tile * 512 + col * 16 + (kk % 16)];
-  const int nibble = kk < 16 ? (b & 0x0f) : (b >> 4);
-  return nibble - 8;
+  return StripLayout::of(w).code(w.codes, n, k);
 }
 
 float weight_scale(const tb_strips& w, int64_t n, int64_t g) {
-  const int64_t strip = n / 32, col = n % 32;
-  return fp16_to_float(w.scales[(strip * (w.kp / 32) + g) * 32 + col]);
+  return fp16_to_float(w.scales[StripLayout::of(w).scale_index(n, g)]);
 }
 
 namespace {

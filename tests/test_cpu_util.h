@@ -15,6 +15,7 @@
 #include "core/backend.hpp"
 #include "core/numerics.h"
 #include "core/registry.h"
+#include "core/strip_layout.h"
 
 namespace twinbit::test {
 

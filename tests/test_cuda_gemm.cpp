@@ -109,11 +109,10 @@ TEST_CASE("gpu gemm on subnormal activation scales (saturated i8 codes) and q8 c
     for (int64_t n : {257, 1000}) {
       for (int64_t k : {96, 2048}) {
         HostStrips h = random_strips(prec, n, k, 51 + n + k);
-        if (prec == TB_PREC_Q8) {  // every 7th real code becomes -128 (codes: tile, col, k)
+        if (prec == TB_PREC_Q8) {  // every 7th real code becomes -128
+          const StripLayout layout = StripLayout::of(h.view);
           for (int64_t col = 0; col < n; ++col) {
-            for (int64_t kk = col % 7; kk < k; kk += 7) {
-              h.owned.codes[static_cast<size_t>(((col / 32) * (k / 32) + kk / 32) * 1024 + (col % 32) * 32 + kk % 32)] = 0x80;
-            }
+            for (int64_t kk = col % 7; kk < k; kk += 7) layout.set_code(h.owned.codes.data(), col, kk, -128);
           }
         }
         auto bound = cuda->bind(strips_view(h));

@@ -17,6 +17,7 @@
 #include "core/numerics.h"
 #include "core/reference.h"
 #include "core/registry.h"
+#include "core/strip_layout.h"
 
 namespace twinbit::cuda_test {
 

@@ -202,7 +202,8 @@ TEST_CASE("pack_strips_q8_codes_stay_in_-127_127_and_blocks_whose_1_over_d_overf
         overflow_blocks += overflows;
         for (int64_t j = 0; j < 32; ++j) {
           const int c = ref::weight_code(v, r, g * 32 + j);
-          out_of_range += prec == TB_PREC_Q8 ? (c < -127 || c > 127) : (c < -8 || c > 7);
+          const PrecisionTraits& t = precision_traits(prec);
+          out_of_range += c < t.code_min || c > t.code_max;
           overflow_nonzero += overflows && c != (prec == TB_PREC_Q8 ? 0 : -8);  // nibble 0 is -8
         }
       }
@@ -270,7 +271,7 @@ TEST_CASE("retile_gguf_q8_q4_equals_pack_strips_for_K_multiple_of_32_and_rejects
   std::vector<float> w(static_cast<size_t>(n * k));
   for (float& v : w) v = rng.uniform(2.0f);
   for (tb_prec prec : {TB_PREC_Q8, TB_PREC_Q4}) {
-    const int64_t bb = prec == TB_PREC_Q8 ? 34 : 18;
+    const int64_t bb = 2 + precision_traits(prec).group_code_bytes;  // fp16 d, then the codes
     std::vector<uint8_t> gguf(static_cast<size_t>(n * groups * bb));
     for (int64_t r = 0; r < n; ++r) {
       for (int64_t g = 0; g < groups; ++g) {

@@ -8,6 +8,7 @@
 #include "core/backend.h"
 #include "core/numerics.h"
 #include "core/op_checks.h"
+#include "core/strip_layout.h"
 
 namespace twinbit::testing {
 
@@ -30,26 +31,16 @@ struct HandStrips {
   std::vector<uint16_t> scales;
 
   HandStrips(tb_prec p, int64_t n_, int64_t k_)
-      : prec(p), n(n_), k(k_), codes(strip_codes_bytes(p, n_, k_), p == TB_PREC_Q4 ? 0x88 : 0),
-        scales(strip_scales_bytes(n_, k_) / 2, 0) {}
+      : prec(p), n(n_), k(k_),
+        codes(StripLayout{p, n_, k_}.codes_bytes(), precision_traits(p).padding_byte),
+        scales(StripLayout{p, n_, k_}.scales_bytes() / 2, 0) {}
 
-  void set(int64_t col, int64_t kk, int code) {
-    const int64_t tile = (col / 32) * (pad32(k) / 32) + kk / 32;
-    if (prec == TB_PREC_Q8) {
-      codes[tile * 1024 + (col % 32) * 32 + kk % 32] = static_cast<uint8_t>(static_cast<int8_t>(code));
-      return;
-    }
-    uint8_t& b = codes[tile * 512 + (col % 32) * 16 + (kk % 32) % 16];
-    const uint8_t nib = static_cast<uint8_t>(code + 8);
-    b = (kk % 32) < 16 ? static_cast<uint8_t>((b & 0xf0) | nib) : static_cast<uint8_t>((b & 0x0f) | (nib << 4));
-  }
+  StripLayout layout() const { return StripLayout{prec, n, k}; }
+  void set(int64_t col, int64_t kk, int code) { layout().set_code(codes.data(), col, kk, code); }
   void set_scale(int64_t col, int64_t g, uint16_t half) {
-    scales[((col / 32) * (pad32(k) / 32) + g) * 32 + col % 32] = half;
+    scales[layout().scale_index(col, g)] = half;
   }
-  tb_strips view() const {
-    return tb_strips{prec, n, k, pad32(n), pad32(k), codes.data(), codes.size(),
-                     scales.data(), scales.size() * 2};
-  }
+  tb_strips view() const { return layout().view(codes.data(), scales.data()); }
 };
 
 }  // namespace twinbit::testing

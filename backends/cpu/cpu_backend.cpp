@@ -19,6 +19,7 @@
 #include "core/backend_params.hpp"
 #include "core/numerics.h"
 #include "core/op_checks.h"
+#include "core/strip_layout.h"
 #include "core/status.hpp"
 
 namespace {
@@ -82,9 +83,9 @@ tb_code describe(void* c, tb_backend_info* out, tb_error*) {
 tb_code supports(void*, const tb_op_desc* op, tb_error* err) {
   switch (op->op) {
     case TB_OP_GEMM:
-      if (op->prec != TB_PREC_Q8 && op->prec != TB_PREC_Q4) {
-        return Error(TB_UNIMPLEMENTED, "cpu backend: precision %d is not q8 (0) or q4 (1)",
-                     static_cast<int>(op->prec)).to_c(err);
+      if (!kernels_have(op->prec)) {
+        return Error(TB_UNIMPLEMENTED, "cpu backend: no kernel for precision %s (%d)",
+                     twinbit::prec_name(op->prec), static_cast<int>(op->prec)).to_c(err);
       }
       if (op->mode != TB_ACT_F32 && op->mode != TB_ACT_I8) {
         return Error(TB_UNIMPLEMENTED, "cpu backend: activation mode %d is not f32 (0) or i8 (1)",
@@ -105,6 +106,10 @@ tb_code weights_bind(void*, const tb_weights_view* view, void** out_handle, tb_e
   *out_handle = nullptr;
   if (view->kind == TB_WEIGHTS_STRIPS) {
     Status s = twinbit::check_strips(view->strips);
+    if (s.ok() && !kernels_have(view->strips.prec)) {
+      s = Error(TB_UNIMPLEMENTED, "cpu backend: no kernel for precision %s",
+                twinbit::prec_name(view->strips.prec));
+    }
     if (!s.ok()) return s.to_c(err);
   } else if (view->kind == TB_WEIGHTS_F32) {
     Status s = twinbit::check_matrix(view->matrix);
@@ -157,6 +162,7 @@ GemmParams gemm_params(const tb_strips& w) {
   p.np = w.np;
   p.kp = w.kp;
   p.ngroups = w.kp / 32;
+  p.tile_bytes = twinbit::StripLayout::of(w).tile_code_bytes();
   p.nsplit = twinbit::split_plan(w.n, w.k);
   p.codes = static_cast<const uint8_t*>(w.codes);
   p.scales = w.scales;
@@ -170,7 +176,7 @@ GemmParams gemm_params(const tb_strips& w) {
 tbb::blocked_range2d<int64_t> gemm_range(const GemmParams& p, int64_t m, int threads) {
   const int64_t strips = p.np / 32;
   const int64_t row_blocks = twinbit::ceil_div(m, 4);
-  const int64_t strip_work = p.ngroups * (p.prec == TB_PREC_Q8 ? 1024 : 512) * m;
+  const int64_t strip_work = p.ngroups * p.tile_bytes * m;
   int64_t grain = std::max<int64_t>(1, (int64_t{256} << 10) / std::max<int64_t>(1, strip_work));
   grain = std::min(grain, std::max<int64_t>(1, strips / (8 * threads)));
   return tbb::blocked_range2d<int64_t>(0, strips, grain, 0, row_blocks, row_blocks);
@@ -302,7 +308,7 @@ tb_code read_floor(void* c, void* handle, int64_t m, tb_error* err) {
   if (s.ok() && m < 1) s = Error(TB_INVALID_ARGUMENT, "read_floor: m = %lld (expected >= 1)", (long long)m);
   if (!s.ok()) return s.to_c(err);
   const GemmParams p = gemm_params(b->view.strips);
-  const int64_t strip_bytes = p.ngroups * (p.prec == TB_PREC_Q8 ? 1024 : 512);
+  const int64_t strip_bytes = p.ngroups * p.tile_bytes;
   std::atomic<uint64_t> sink{0};
   const tbb::blocked_range2d<int64_t> part = gemm_range(p, m, ctx.threads);
   s = run_parallel(ctx, tbb::blocked_range<int64_t>(0, p.np / 32, part.rows().grainsize()),

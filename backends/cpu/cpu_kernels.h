@@ -26,8 +26,23 @@
 
 #include "backends/cpu/cpu_isa.h"
 #include "core/backend.h"
+#include "core/precision.h"
 
 namespace twinbit::cpu {
+
+// The kernels are written for q8 and q4 (they branch on p.prec between the two packings). A row
+// added to the precision table stops the build here until its kernels exist; until then
+// kernels_have() keeps the backend from binding weights of a precision it has no kernel for.
+static_assert(kPrecisionCount == 2, "cpu kernels exist for q8 and q4 only: write the new "
+                                    "precision's kernels, then extend kernels_have()");
+constexpr bool kernels_have(tb_prec prec) {
+  switch (prec) {
+    case TB_PREC_Q8:
+    case TB_PREC_Q4:
+      return true;
+  }
+  return false;
+}
 
 // One gemm call as the kernels see it. Shapes in (dims) comments; all pointers are borrowed.
 struct GemmParams {
@@ -35,6 +50,7 @@ struct GemmParams {
   int64_t n, k;             // logical output columns and inputs
   int64_t np, kp;           // 32*ceil(n/32), 32*ceil(k/32)
   int64_t ngroups;          // kp / 32
+  int64_t tile_bytes;       // codes of one (strip, group) tile (StripLayout::tile_code_bytes)
   int64_t nsplit;           // split_plan(n, k)
   const uint8_t* codes;     // q8: (np/32, ngroups, 32 col, 32 k) int8; q4: (.., 32 col, 16) bytes
   const uint16_t* scales;   // (np/32, ngroups, 32 col) binary16 bits

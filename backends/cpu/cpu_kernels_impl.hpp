@@ -75,8 +75,6 @@ inline void prefetch_ahead(const GemmParams& p, const uint8_t* tile, int64_t til
   }
 }
 
-constexpr int64_t tile_code_bytes(tb_prec prec) { return prec == TB_PREC_Q8 ? 1024 : 512; }
-
 // gemm, mode F32, the row kernel's step over groups [g0, g0 + gs) (gs <= GS) of one strip, tile
 // path: transpose each tile into L1, then per k and column batch a sign-extend + convert shared
 // by the NR rows. With GS = 2 two groups' chains run side by side (a chain is 32 dependent fmas,
@@ -87,7 +85,7 @@ void f32_groups_tile(const GemmParams& p, int64_t strip, int64_t g0, int gs, con
                      SliceAccumulator<I, NR>& acc) {
   using F = FBatch<I>;
   constexpr int W = kLanes<I>, V = 32 / W;
-  const int64_t tb = tile_code_bytes(p.prec);
+  const int64_t tb = p.tile_bytes;
   alignas(64) int8_t wt[GS][32 * 32];  // (GS groups, the tile transposed: see code_offset)
   alignas(64) float ws[GS][32];        // (GS groups, 32 columns) weight scales
   F dot[GS][NR][V];  // (groups, rows, 32 columns): p[g], one sequential fma chain per lane
@@ -147,7 +145,7 @@ bool f32_groups_spread(const GemmParams& p, int64_t strip, int64_t g0, int gs, c
     }
   }
   if (exact != 0xffff) return false;
-  const int64_t tb = tile_code_bytes(p.prec);
+  const int64_t tb = p.tile_bytes;
   alignas(64) int8_t st[GS][32 * 32];  // (groups, 16 registers (h, q): the dword transpose)
   alignas(64) float ws[GS][32];
   for (int j = 0; j < GS; ++j) {
@@ -228,7 +226,7 @@ void gemm_f32_strip_tile_outer(const GemmParams& p, int64_t strip, int64_t row0)
   constexpr int W = kLanes<I>, V = 32 / W, SUB = 8;
   static_assert(NR % SUB == 0, "tile-outer rows come in 8-row sub-blocks");
   SliceAccumulator<I, NR> acc(p.ngroups, p.nsplit);  // (NR rows, 32 columns): in memory
-  const int64_t tb = tile_code_bytes(p.prec);
+  const int64_t tb = p.tile_bytes;
   alignas(64) int8_t wt[32 * 32];  // the tile transposed (code_offset layout)
   alignas(64) float wf[32 * 32];   // (32 k, 32 columns) the codes as floats
   alignas(64) float ws[32];
@@ -271,7 +269,7 @@ void gemm_i8_strip(const GemmParams& p, int64_t strip, int64_t row0) {
   using F = FBatch<I>;
   constexpr int W = kLanes<I>, V = 32 / W;
   SliceAccumulator<I, NR> acc(p.ngroups, p.nsplit);
-  const int64_t tb = tile_code_bytes(p.prec);
+  const int64_t tb = p.tile_bytes;
   alignas(64) int32_t isum[NR][32];  // (NR rows, 32 columns) exact group dots
   alignas(64) float ws[32];
   const int8_t* xr[NR];

@@ -220,9 +220,10 @@ tb_code describe(void* c, tb_backend_info* out, tb_error*) {
 tb_code supports(void*, const tb_op_desc* op, tb_error* err) {
   switch (op->op) {
     case TB_OP_GEMM:
-      if (op->prec != TB_PREC_Q8 && op->prec != TB_PREC_Q4) {
-        return Error(TB_INVALID_ARGUMENT, "cuda: strip precision %d is unknown",
-                     static_cast<int>(op->prec)).to_c(err);
+      if (!check_precision(op->prec).ok()) return check_precision(op->prec).to_c(err);
+      if (!kernels_have(op->prec)) {
+        return Error(TB_UNIMPLEMENTED, "cuda: no kernel for precision %s",
+                     prec_name(op->prec)).to_c(err);
       }
       if (op->mode != TB_ACT_F32 && op->mode != TB_ACT_I8) {
         return Error(TB_INVALID_ARGUMENT, "cuda: activation mode %d is unknown",
@@ -297,6 +298,9 @@ Status bind_impl(Ctx& c, const tb_weights_view& v, void** out_handle) {
   if (v.kind == TB_WEIGHTS_STRIPS) {
     const tb_strips& s = v.strips;
     TB_RETURN_IF_ERROR(check_strips(s));
+    if (!kernels_have(s.prec)) {
+      return Error(TB_UNIMPLEMENTED, "cuda: no kernel for precision %s", prec_name(s.prec));
+    }
     char what[160];
     std::snprintf(what, sizeof what, "the codes of a %s strip set N = %lld, K = %lld",
                   prec_name(s.prec), static_cast<long long>(s.n), static_cast<long long>(s.k));

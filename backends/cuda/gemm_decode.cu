@@ -10,6 +10,7 @@
 #include "backends/cuda/gemm_lanes.cuh"
 #include "backends/cuda/gemm_slice_kernel.cuh"
 #include "core/numerics.h"
+#include "core/op_checks.h"
 
 namespace twinbit::cuda::detail {
 namespace {
@@ -127,11 +128,16 @@ __global__ void __launch_bounds__(kStripMaxWarps * 32) gemm_strip_kernel(const S
 
 using StripKernelFn = void (*)(StripParams);
 
+template <tb_prec P>
+StripKernelFn pick_strip_kernel_for(tb_act_mode mode) {
+  return mode == TB_ACT_F32 ? gemm_strip_kernel<P, TB_ACT_F32> : gemm_strip_kernel<P, TB_ACT_I8>;
+}
 StripKernelFn pick_strip_kernel(tb_prec prec, tb_act_mode mode) {
-  if (mode == TB_ACT_F32) {
-    return prec == TB_PREC_Q8 ? gemm_strip_kernel<TB_PREC_Q8, TB_ACT_F32> : gemm_strip_kernel<TB_PREC_Q4, TB_ACT_F32>;
+  switch (prec) {
+    case TB_PREC_Q8: return pick_strip_kernel_for<TB_PREC_Q8>(mode);
+    case TB_PREC_Q4: return pick_strip_kernel_for<TB_PREC_Q4>(mode);
   }
-  return prec == TB_PREC_Q8 ? gemm_strip_kernel<TB_PREC_Q8, TB_ACT_I8> : gemm_strip_kernel<TB_PREC_Q4, TB_ACT_I8>;
+  return nullptr;  // no kernels for this precision (kernels_have refuses it at bind)
 }
 
 }  // namespace
@@ -152,23 +158,34 @@ Status launch_strip(const DeviceStrips& w, const GemmLaunch& a, int64_t nsplit, 
                  "below 2^31)", static_cast<long long>(nstrips), static_cast<long long>(ngroups),
                  static_cast<long long>(nsplit), q);
   }
+  const StripKernelFn kernel = pick_strip_kernel(w.prec, a.mode);
+  if (!kernel) {
+    return Error(TB_UNIMPLEMENTED, "cuda: no strip kernel for precision %s", prec_name(w.prec));
+  }
   const StripParams p = decode_params(w, a, nsplit, q);
   const size_t smem = static_cast<size_t>(nsplit) * 32 * sizeof(float);
-  pick_strip_kernel(w.prec, a.mode)<<<static_cast<unsigned>(nstrips), q * 32, smem, stream>>>(p);
+  kernel<<<static_cast<unsigned>(nstrips), q * 32, smem, stream>>>(p);
   TB_CUDA_TRY(cudaGetLastError());
   return Status();
 }
 
 // The packed decode kernel (one slice per block, depth 1, 12 blocks per SM): the product's
 // slice-block decode.
-KernelFn decode_slice_kernel(tb_prec prec, tb_act_mode mode) {
+namespace {
+template <tb_prec P>
+KernelFn decode_slice_kernel_for(tb_act_mode mode) {
   constexpr SliceRun k1 = SliceRun::kOne;
-  if (mode == TB_ACT_F32) {
-    return prec == TB_PREC_Q8 ? gemm_kernel<TB_PREC_Q8, TB_ACT_F32, 1, false, k1, 1, false, 1, 12>
-                              : gemm_kernel<TB_PREC_Q4, TB_ACT_F32, 1, false, k1, 1, false, 1, 12>;
+  return mode == TB_ACT_F32 ? gemm_kernel<P, TB_ACT_F32, 1, false, k1, 1, false, 1, 12>
+                            : gemm_kernel<P, TB_ACT_I8, 1, false, k1, 1, false, 1, 12>;
+}
+}  // namespace
+
+KernelFn decode_slice_kernel(tb_prec prec, tb_act_mode mode) {
+  switch (prec) {
+    case TB_PREC_Q8: return decode_slice_kernel_for<TB_PREC_Q8>(mode);
+    case TB_PREC_Q4: return decode_slice_kernel_for<TB_PREC_Q4>(mode);
   }
-  return prec == TB_PREC_Q8 ? gemm_kernel<TB_PREC_Q8, TB_ACT_I8, 1, false, k1, 1, false, 1, 12>
-                            : gemm_kernel<TB_PREC_Q4, TB_ACT_I8, 1, false, k1, 1, false, 1, 12>;
+  return nullptr;  // no kernels for this precision (kernels_have refuses it at bind)
 }
 
 }  // namespace twinbit::cuda::detail

@@ -46,9 +46,25 @@
 #include <cstdint>
 
 #include "core/backend.h"
+#include "core/precision.h"
 #include "core/status.hpp"
 
 namespace twinbit::cuda {
+
+// The kernels are templates instantiated for q8 and q4, picked by a switch over tb_prec. A row
+// added to the precision table stops the build here until its kernels exist; kernels_have()
+// keeps supports() and weights_bind from accepting a precision without them.
+static_assert(kPrecisionCount == 2, "cuda kernels exist for q8 and q4 only: write the new "
+                                    "precision's kernels, add them to the pickers' switches, "
+                                    "then extend kernels_have()");
+constexpr bool kernels_have(tb_prec prec) {
+  switch (prec) {
+    case TB_PREC_Q8:
+    case TB_PREC_Q4:
+      return true;
+  }
+  return false;
+}
 
 // A strip set resident in device memory (the canonical layout, uploaded unchanged).
 struct DeviceStrips {

@@ -32,6 +32,8 @@ struct TileCursor {
 template <tb_prec P>
 __device__ __forceinline__ TileCursor tile_cursor(const uint8_t* codes, const uint16_t* scales,
                                                   int64_t tile, int lane) {
+  // The lanes know two packings; another precision needs its own load and convert here.
+  static_assert(P == TB_PREC_Q8 || P == TB_PREC_Q4, "no lane code for this precision");
   constexpr int kTileBytes = P == TB_PREC_Q8 ? 1024 : 512;
   return {codes + tile * kTileBytes + lane * (kTileBytes / 32), scales + tile * 32 + lane};
 }

@@ -11,36 +11,40 @@
 namespace twinbit::cuda::detail {
 namespace {
 
-template <int MT>
-KernelFn prefill_kernel_of(tb_prec prec, tb_act_mode mode, int cols, bool all_slices, bool rows_inner) {
+template <int MT, tb_prec P>
+KernelFn prefill_kernel_for(tb_act_mode mode, int cols, bool all_slices, bool rows_inner) {
   constexpr SliceRun k1 = SliceRun::kOne, kAll = SliceRun::kAll;
-  const bool q8 = prec == TB_PREC_Q8;
   if (mode == TB_ACT_F32) {
     if (cols == 2) {
       if (all_slices || rows_inner) return nullptr;
-      return q8 ? gemm_kernel<TB_PREC_Q8, TB_ACT_F32, MT, false, k1, 1, false, 2, 3>
-                : gemm_kernel<TB_PREC_Q4, TB_ACT_F32, MT, false, k1, 1, false, 2, 3>;
+      return gemm_kernel<P, TB_ACT_F32, MT, false, k1, 1, false, 2, 3>;
     }
     if (all_slices != rows_inner) return nullptr;
     if (all_slices) {
-      return q8 ? gemm_kernel<TB_PREC_Q8, TB_ACT_F32, MT, false, kAll, 1, true>
-                : gemm_kernel<TB_PREC_Q4, TB_ACT_F32, MT, false, kAll, 1, true>;
+      return gemm_kernel<P, TB_ACT_F32, MT, false, kAll, 1, true>;
     }
-    return q8 ? gemm_kernel<TB_PREC_Q8, TB_ACT_F32, MT, false, k1, 1>
-              : gemm_kernel<TB_PREC_Q4, TB_ACT_F32, MT, false, k1, 1>;
+    return gemm_kernel<P, TB_ACT_F32, MT, false, k1, 1>;
   }
   if (rows_inner) return nullptr;  // mode I8 has one loop order
   if (cols == 2) {
     if (!all_slices) return nullptr;
-    return q8 ? gemm_kernel<TB_PREC_Q8, TB_ACT_I8, MT, false, kAll, 1, false, 2, 3>
-              : gemm_kernel<TB_PREC_Q4, TB_ACT_I8, MT, false, kAll, 1, false, 2, 3>;
+    return gemm_kernel<P, TB_ACT_I8, MT, false, kAll, 1, false, 2, 3>;
   }
   if (all_slices) {
-    return q8 ? gemm_kernel<TB_PREC_Q8, TB_ACT_I8, MT, false, kAll, 1>
-              : gemm_kernel<TB_PREC_Q4, TB_ACT_I8, MT, false, kAll, 1>;
+    return gemm_kernel<P, TB_ACT_I8, MT, false, kAll, 1>;
   }
-  return q8 ? gemm_kernel<TB_PREC_Q8, TB_ACT_I8, MT, false, k1, 1>
-            : gemm_kernel<TB_PREC_Q4, TB_ACT_I8, MT, false, k1, 1>;
+  return gemm_kernel<P, TB_ACT_I8, MT, false, k1, 1>;
+}
+
+// The precision picks the template; one without kernels gets none (kernels_have refuses it
+// before any launch).
+template <int MT>
+KernelFn prefill_kernel_of(tb_prec prec, tb_act_mode mode, int cols, bool all_slices, bool rows_inner) {
+  switch (prec) {
+    case TB_PREC_Q8: return prefill_kernel_for<MT, TB_PREC_Q8>(mode, cols, all_slices, rows_inner);
+    case TB_PREC_Q4: return prefill_kernel_for<MT, TB_PREC_Q4>(mode, cols, all_slices, rows_inner);
+  }
+  return nullptr;
 }
 
 }  // namespace

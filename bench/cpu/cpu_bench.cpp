@@ -25,6 +25,7 @@
 #include "core/op_checks.h"
 #include "core/reference.h"
 #include "core/registry.h"
+#include "core/strip_layout.h"
 
 namespace twinbit::bench {
 namespace {
@@ -108,16 +109,8 @@ Result<StripPool> make_pool(const Backend& be, tbb::task_arena& arena, tb_prec p
     });
   });
   for (int64_t c = 0; c < copies; ++c) {
-    tb_strips s{};
-    s.prec = prec;
-    s.n = n;
-    s.k = k;
-    s.np = pad32(n);
-    s.kp = pad32(k);
-    s.codes = base + c * stride;
-    s.codes_bytes = static_cast<uint64_t>(codes);
-    s.scales = reinterpret_cast<const uint16_t*>(base + c * stride + codes);
-    s.scales_bytes = static_cast<uint64_t>(scales);
+    const tb_strips s = StripLayout{prec, n, k}.view(
+        base + c * stride, reinterpret_cast<const uint16_t*>(base + c * stride + codes));
     tb_weights_view v{};
     v.kind = TB_WEIGHTS_STRIPS;
     v.strips = s;

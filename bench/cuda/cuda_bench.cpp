@@ -24,6 +24,8 @@
 #include "bench/cuda/gemm_variants.h"
 #include "bench/cuda/source_mapping.h"
 #include "core/numerics.h"
+#include "core/op_checks.h"
+#include "core/strip_layout.h"
 #include "core/reference.h"
 #include "core/registry.h"
 
@@ -156,7 +158,7 @@ uint64_t xorshift(uint64_t& s) {
 void fill_strips(tb_prec prec, int64_t n, int64_t k, std::vector<uint8_t>& codes,
                  std::vector<uint16_t>& scales, uint64_t seed) {
   const int64_t np = pad32(n), ng = k / 32;
-  codes.resize(static_cast<size_t>(prec == TB_PREC_Q8 ? np * k : np * k / 2));
+  codes.resize(StripLayout{prec, n, k}.codes_bytes());
   scales.resize(static_cast<size_t>(np * ng));
   uint64_t s = seed | 1;
   for (size_t i = 0; i < codes.size(); i += 8) {
@@ -328,8 +330,7 @@ Status run_cuda(const Options& opt, std::vector<Case>& out) {
       fill_strips(prec, sh.n, sh.k, codes, scales, 12345 + sh.n + prec);
       tb_weights_view view{};
       view.kind = TB_WEIGHTS_STRIPS;
-      view.strips = {prec, sh.n, sh.k, pad32(sh.n), sh.k, codes.data(), codes.size(),
-                     scales.data(), scales.size() * 2};
+      view.strips = StripLayout{prec, sh.n, sh.k}.view(codes.data(), scales.data());
       auto bound = cuda.bind(view);
       if (!bound.ok()) return bound.status();
       cuda::BindReport br;
@@ -460,7 +461,7 @@ Status run_cuda(const Options& opt, std::vector<Case>& out) {
           c.k = sh.k;
           c.n = sh.n;
           c.m = m;
-          c.prec = prec == TB_PREC_Q8 ? "q8" : "q4";
+          c.prec = prec_name(prec);
           c.mode = mode == TB_ACT_F32 ? "f32" : "i8";
           c.us = (*times)[0];
           c.floor_us = bytes / (*floor * 1e3);
