@@ -80,8 +80,13 @@ typedef enum tb_op {
   TB_OP_QUANTIZE_I8 = 4,
 } tb_op;
 
-// A strip set in the canonical layout (docs/FORMAT.md), in host memory (often a mapped file).
-// n, k are the logical sizes; np = 32*ceil(n/32), kp = 32*ceil(k/32).
+// A strip set in the canonical layout (docs/FORMAT.md), in host memory (often a mapped file):
+// a projection, or a range of its columns (a share for one backend or device).
+// n, k are the logical sizes of this view; np = 32*ceil(n/32), kp = 32*ceil(k/32).
+// n_total is the projection's N and n_begin where this view's columns start inside it (a multiple
+// of 32; n_begin + n <= n_total); a whole projection has n_begin = 0, n_total = n. The fold plan
+// is split_plan(n_total, k), so a range computes exactly the bits of those columns of the whole
+// (docs/NUMERICS.md "Column ranges"). core/strip_layout.h fills these fields.
 //   codes  : q8: [np/32][kp/32][32 columns][32 k] int8         (np*kp bytes)
 //            q4: [np/32][kp/32][32 columns][16 bytes]          (np*kp/2 bytes)
 //                byte j of a column-group: low nibble k=j, high nibble k=j+16, stored code+8
@@ -95,6 +100,8 @@ typedef struct tb_strips {
   uint64_t codes_bytes;
   const uint16_t* scales;
   uint64_t scales_bytes;
+  int64_t n_total;  // the projection's N (>= 1: a view that leaves it 0 is refused)
+  int64_t n_begin;  // first column of this view inside the projection
 } tb_strips;
 
 // A row-major float matrix [rows][cols] (gemv_f32 weights).

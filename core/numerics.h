@@ -40,6 +40,15 @@ TB_HD constexpr int64_t split_plan(int64_t n, int64_t k) {
   return 1;
 }
 
+// The fold plan of a strip view (tb_strips, or a backend's copy of one with the same fields): the
+// plan of the PROJECTION the view belongs to, split_plan(n_total, K), never of the view's own n,
+// so that any range of columns gives the bits of those columns of the whole (NUMERICS.md
+// "Column ranges"). The reference and every backend take their plan from here.
+template <class Strips>
+TB_HD constexpr int64_t fold_plan(const Strips& w) {
+  return split_plan(w.n_total, w.k);
+}
+
 // Slice z of nsplit owns groups [slice_begin, slice_end): the remainder goes to the first slices.
 TB_HD constexpr int64_t slice_begin(int64_t ngroups, int64_t nsplit, int64_t z) {
   const int64_t base = ngroups / nsplit, rem = ngroups % nsplit;

@@ -62,6 +62,19 @@ Status check_strips(const tb_strips& w) {
                  (long long)w.k, (unsigned long long)want_codes, (unsigned long long)want_scales);
   }
   if (!w.codes || !w.scales) return Error(TB_INVALID_ARGUMENT, "strip codes or scales pointer is null");
+  // The projection the view belongs to (its fold plan is split_plan(n_total, K)).
+  if (w.n_total == 0) {
+    return Error(TB_INVALID_ARGUMENT, "strip view has n_total = 0: fill n_total with the "
+                 "projection's N and n_begin with the view's first column (StripLayout::view and "
+                 "StripLayout::columns in core/strip_layout.h do)");
+  }
+  TB_RETURN_IF_ERROR(check_dim("n_total", w.n_total));
+  if (w.n_begin < 0 || w.n_begin % 32 != 0 || w.n_begin > w.n_total - w.n) {
+    return Error(TB_INVALID_ARGUMENT, "strip view columns [n_begin, n_begin + N) = [%lld, %lld) "
+                 "do not lie inside the projection's n_total = %lld columns at a strip boundary "
+                 "(expected n_begin >= 0, a multiple of 32, n_begin + N <= n_total)",
+                 (long long)w.n_begin, (long long)(w.n_begin + w.n), (long long)w.n_total);
+  }
   return Status();
 }
 

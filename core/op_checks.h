@@ -21,7 +21,8 @@ const char* act_mode_name(tb_act_mode m);   // "f32", "i8"
 const char* op_name(tb_op op);              // "gemm", "gemv_f32", ...
 
 // The strip view is self-consistent: prec known, 1 <= n,k <= kMaxDim, np/kp the padded sizes,
-// payload sizes as computed, pointers non-null.
+// payload sizes as computed, pointers non-null, and its columns inside its projection:
+// 1 <= n_total <= kMaxDim, 0 <= n_begin, n_begin % 32 == 0, n_begin + n <= n_total.
 Status check_strips(const tb_strips& w);
 Status check_matrix(const tb_matrix_f32& w);
 // A gemm call on w: M in range (check_rows, core/rows.h), pointers for the mode non-null, leading dims large enough.

@@ -60,7 +60,7 @@ float gemm_f32_at(const tb_strips& w, const float* x_row, int64_t n) {
     p[g] = acc;
     ws[g] = weight_scale(w, n, g);
   }
-  return fold_slices(p, ws, split_plan(w.n, w.k));
+  return fold_slices(p, ws, fold_plan(w));
 }
 
 void gemm_f32(const tb_strips& w, int64_t m, const float* x, int64_t ldx, float* y, int64_t ldy) {
@@ -102,7 +102,7 @@ float gemm_i8_at(const tb_strips& w, const int8_t* xq_row, const float* xd_row, 
     p[g] = static_cast<float>(isum);             // exact: fits 24 bits
     t[g] = weight_scale(w, n, g) * xd_row[g];    // one rounding
   }
-  return fold_slices(p, t, split_plan(w.n, w.k));
+  return fold_slices(p, t, fold_plan(w));
 }
 
 void gemm_i8(const tb_strips& w, int64_t m, const int8_t* xq, int64_t ldxq, const float* xd,

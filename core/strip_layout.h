@@ -3,7 +3,7 @@
 // readers, backends' bind code and tests go through it, so the layout is written down once.
 //
 // A tb_strips is built here and nowhere else: view() for a whole projection, columns() for a
-// range of its columns (a share for one backend or one device).
+// range of its columns (a share for one backend or one device; core/backend.h n_total/n_begin).
 #pragma once
 
 #include <cstdint>
@@ -11,6 +11,7 @@
 #include "core/backend.h"
 #include "core/numerics.h"
 #include "core/precision.h"
+#include "core/status.hpp"
 
 namespace twinbit {
 
@@ -71,8 +72,16 @@ struct StripLayout {
     s.codes_bytes = codes_bytes();
     s.scales = scales;
     s.scales_bytes = scales_bytes();
+    s.n_total = n;
+    s.n_begin = 0;
     return s;
   }
+
+  // Columns [begin, begin + count) of the view `w` (itself a projection or a range of one): the
+  // payload pointers advance by whole strips, n = count (ragged only where the range ends at the
+  // end of w), n_total is kept and n_begin = w.n_begin + begin. begin must be a multiple of 32;
+  // anything else is INVALID_ARGUMENT naming the range. The result lives as long as w's payloads.
+  static Result<tb_strips> columns(const tb_strips& w, int64_t begin, int64_t count);
 };
 
 }  // namespace twinbit

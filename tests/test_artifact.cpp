@@ -70,6 +70,14 @@ TEST_CASE("roundtrip_q8_40x70_fused_q4_33x32_f32_3x5_every_field_and_payload") {
   CHECK(q4->k == 32);
   CHECK(q4->ranges.empty());
   CHECK(q4->source_tensors.empty());
+  // The views the reader returns are whole projections: n_total = N, n_begin = 0, so the fold
+  // plan is the entry's (docs/NUMERICS.md "Column ranges").
+  for (const Entry* e : {q8, q4}) {
+    const tb_weights_view v = art.view(*e);
+    CHECK(v.strips.n_total == e->n);
+    CHECK(v.strips.n_begin == 0);
+    CHECK(check_strips(v.strips).ok());
+  }
 
   const Entry* m = art.find("ssm_a");
   REQUIRE(m != nullptr);

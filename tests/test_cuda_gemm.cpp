@@ -298,6 +298,7 @@ TEST_CASE("gpu bind beyond device memory is RESOURCE_EXHAUSTED with sizes, not a
   v.strips.codes_bytes = strip_codes_bytes(TB_PREC_Q8, v.strips.n, v.strips.k);  // 256 GiB
   v.strips.scales = &half;
   v.strips.scales_bytes = strip_scales_bytes(v.strips.n, v.strips.k);
+  v.strips.n_total = v.strips.n;
   auto bound = cuda->bind(v);
   REQUIRE_FALSE(bound.ok());
   CHECK(bound.status().code() == TB_RESOURCE_EXHAUSTED);

@@ -25,6 +25,7 @@ cuda::DeviceStrips strips_of(tb_prec prec, int64_t n, int64_t k) {
   w.k = k;
   w.np = pad32(n);
   w.kp = pad32(k);
+  w.n_total = n;
   return w;
 }
 

@@ -163,7 +163,7 @@ GemmParams gemm_params(const tb_strips& w) {
   p.kp = w.kp;
   p.ngroups = w.kp / 32;
   p.tile_bytes = twinbit::StripLayout::of(w).tile_code_bytes();
-  p.nsplit = twinbit::split_plan(w.n, w.k);
+  p.nsplit = twinbit::fold_plan(w);  // the projection's plan: n_total, not this view's n
   p.codes = static_cast<const uint8_t*>(w.codes);
   p.scales = w.scales;
   return p;

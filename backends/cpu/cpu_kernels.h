@@ -51,7 +51,7 @@ struct GemmParams {
   int64_t np, kp;           // 32*ceil(n/32), 32*ceil(k/32)
   int64_t ngroups;          // kp / 32
   int64_t tile_bytes;       // codes of one (strip, group) tile (StripLayout::tile_code_bytes)
-  int64_t nsplit;           // split_plan(n, k)
+  int64_t nsplit;           // fold_plan: split_plan(n_total, k) of the projection
   const uint8_t* codes;     // q8: (np/32, ngroups, 32 col, 32 k) int8; q4: (.., 32 col, 16) bytes
   const uint16_t* scales;   // (np/32, ngroups, 32 col) binary16 bits
   // mode F32

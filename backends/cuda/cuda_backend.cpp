@@ -315,6 +315,8 @@ Status bind_impl(Ctx& c, const tb_weights_view& v, void** out_handle) {
     b->strips.k = s.k;
     b->strips.np = s.np;
     b->strips.kp = s.kp;
+    b->strips.n_total = s.n_total;
+    b->strips.n_begin = s.n_begin;
     b->strips.codes = static_cast<const uint8_t*>(b->d_codes);
     b->strips.scales = static_cast<const uint16_t*>(b->d_scales);
     b->report.bytes = s.codes_bytes + s.scales_bytes;

@@ -70,6 +70,8 @@ constexpr bool kernels_have(tb_prec prec) {
 struct DeviceStrips {
   tb_prec prec = TB_PREC_Q8;
   int64_t n = 0, k = 0, np = 0, kp = 0;
+  int64_t n_total = 0;  // the projection's N: the fold plan is split_plan(n_total, k) (fold_plan)
+  int64_t n_begin = 0;  // where these columns start in the projection (messages)
   const uint8_t* codes = nullptr;    // q8: (np/32, kp/32, 32 cols, 32 k) int8; q4: (.., 16 bytes)
   const uint16_t* scales = nullptr;  // (np/32, kp/32, 32 cols) fp16 bits
 };

@@ -100,6 +100,12 @@ Status check_launch(const DeviceStrips& w, const GemmLaunch& a) {
   if (const char* why = gemm_unsupported_reason(w.n, w.k)) {
     return Error(TB_UNIMPLEMENTED, "%s (K = %lld)", why, static_cast<long long>(w.k));
   }
+  if (w.n_total < 1 || w.n_begin < 0 || w.n_begin % 32 != 0 || w.n_begin + w.n > w.n_total) {
+    return Error(TB_INVALID_ARGUMENT, "gemm launch: columns [%lld, %lld) of a projection of "
+                 "n_total = %lld (expected n_total >= 1, n_begin a multiple of 32, n_begin + N <= "
+                 "n_total)", static_cast<long long>(w.n_begin),
+                 static_cast<long long>(w.n_begin + w.n), static_cast<long long>(w.n_total));
+  }
   if (a.m < 1 || a.m > kMaxRowsPerLaunch) {
     return Error(TB_INVALID_ARGUMENT, "gemm launch rows m = %lld (expected 1 .. %lld per launch)",
                  static_cast<long long>(a.m), static_cast<long long>(kMaxRowsPerLaunch));
@@ -190,7 +196,7 @@ GemmSchedule plan_gemm(const DeviceStrips& w, const GemmLaunch& a, int64_t nspli
 Status launch_gemm_schedule(const DeviceStrips& w, const GemmLaunch& a, const GemmSchedule& s,
                             cudaStream_t stream) {
   TB_RETURN_IF_ERROR(detail::check_launch(w, a));
-  const int64_t contract_nsplit = split_plan(w.n, w.k);
+  const int64_t contract_nsplit = fold_plan(w);
   if (s.nsplit < 1 || s.nsplit > contract_nsplit) {
     return Error(TB_INVALID_ARGUMENT, "gemm schedule: %lld slices (expected 1 .. %lld: fewer than the "
                  "contract's split only)", static_cast<long long>(s.nsplit),
@@ -222,7 +228,7 @@ const char* gemm_unsupported_reason(int64_t /*n*/, int64_t k) {
 }
 
 size_t gemm_partial_floats(const DeviceStrips& w, int64_t m) {
-  const int64_t nsplit = split_plan(w.n, w.k);
+  const int64_t nsplit = fold_plan(w);
   return nsplit > 1 ? static_cast<size_t>(nsplit) * static_cast<size_t>(m) * static_cast<size_t>(w.np) : 0;
 }
 
@@ -232,7 +238,7 @@ size_t gemm_counter_count(const DeviceStrips& w, int64_t m) {
 }
 
 int64_t gemm_rows_per_launch(const DeviceStrips& w, size_t max_partial_bytes) {
-  const int64_t nsplit = split_plan(w.n, w.k);
+  const int64_t nsplit = fold_plan(w);
   if (nsplit == 1) return kMaxRowsPerLaunch;
   int64_t rows = static_cast<int64_t>(max_partial_bytes / (static_cast<size_t>(nsplit) * w.np * 4));
   if (rows >= kRowTileLarge) rows -= rows % kRowTileLarge;
@@ -244,7 +250,7 @@ Status launch_gemm(const DeviceStrips& w, const GemmLaunch& a, cudaStream_t stre
   TB_RETURN_IF_ERROR(detail::check_launch(w, a));
   auto sms = detail::device_sms();
   if (!sms.ok()) return sms.status();
-  return launch_planned(w, a, plan_gemm(w, a, split_plan(w.n, w.k), *sms), stream);
+  return launch_planned(w, a, plan_gemm(w, a, fold_plan(w), *sms), stream);
 }
 
 }  // namespace twinbit::cuda

@@ -34,7 +34,7 @@ namespace twinbit::cuda {
 
 // One schedule of the slice-block or strip kernels.
 struct GemmSchedule {
-  int64_t nsplit = 1;         // slices: split_plan(N, K) (a benchmark may ask fewer)
+  int64_t nsplit = 1;         // slices: fold_plan, split_plan(n_total, K) (a benchmark may ask fewer)
   bool strip_blocks = false;  // decode: one block per strip (the fields below are then unused)
   int row_tile = 1;           // rows per block: 1 (decode), 8 or 16 (prefill)
   int cols = 1;               // strips per warp: 1, or 2 (prefill)

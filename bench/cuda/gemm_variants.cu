@@ -92,7 +92,7 @@ Status launch_decode_variant(const cuda::DeviceStrips& w, const cuda::GemmLaunch
 Status launch_gemm_variant(const cuda::DeviceStrips& w, const cuda::GemmLaunch& a, const GemmVariant& v,
                            cudaStream_t stream) {
   TB_RETURN_IF_ERROR(cuda::detail::check_launch(w, a));
-  const int64_t contract = split_plan(w.n, w.k);
+  const int64_t contract = fold_plan(w);
   const int64_t nsplit = v.nsplit > 0 ? v.nsplit : contract;
   if (v.nsplit < 0 || nsplit > contract) {
     return Error(TB_INVALID_ARGUMENT, "gemm variant: nsplit %lld outside 0 .. %lld",
