@@ -5,6 +5,7 @@
 #include "cli/backend_option.h"
 #include "cli/cli_common.h"
 #include "conformance/ab.h"
+#include "core/precision.h"
 #include "core/registry.h"
 
 namespace twinbit::cli {
@@ -23,7 +24,9 @@ int run_bench(const BenchOptions& o) {
   BenchSpec defaults;
   if (Status s = parse_shape(o.shape, defaults.k, defaults.n); !s.ok()) return usage_error("bench", s);
   defaults.m = o.m;
-  defaults.prec = o.prec == "q4" ? TB_PREC_Q4 : TB_PREC_Q8;
+  auto prec = find_precision(o.prec);
+  if (!prec.ok()) return usage_error("bench", prec.status());
+  defaults.prec = (*prec)->prec;
   defaults.mode = o.mode == "i8" ? TB_ACT_I8 : TB_ACT_F32;
   auto a = parse_bench_spec(o.a, defaults);
   if (!a.ok()) return usage_error("bench", a.status());
@@ -107,7 +110,7 @@ Command add_bench(CLI::App& root) {
   app->add_option("--b-case", opt->b_case, "Side B's CASE");
   app->add_option("--shape", opt->shape, "Default shape KxN")->capture_default_str();
   app->add_option("--m", opt->m, "Default rows M")->check(rows_check())->capture_default_str();
-  app->add_option("--prec", opt->prec, "Default precision")->check(CLI::IsMember({"q8", "q4"}))->capture_default_str();
+  app->add_option("--prec", opt->prec, "Default precision")->check(CLI::IsMember(precision_name_list()))->capture_default_str();
   app->add_option("--mode", opt->mode, "Default activation mode")->check(CLI::IsMember({"f32", "i8"}))->capture_default_str();
   app->add_option("--rounds", opt->rounds, "A B rounds")->check(CLI::Range(1, 100000))->capture_default_str();
   app->add_option("--warmup", opt->warmup, "Warm-up calls per side")->check(CLI::Range(0, 100000))->capture_default_str();

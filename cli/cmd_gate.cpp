@@ -7,6 +7,7 @@
 #include "cli/backend_option.h"
 #include "cli/cli_common.h"
 #include "conformance/ab.h"
+#include "core/precision.h"
 #include "core/registry.h"
 
 namespace twinbit::cli {
@@ -29,7 +30,9 @@ int run_gate(const GateOptions& o) {
   base.backend = where.value();
   if (Status s = parse_shape(o.shape, base.k, base.n); !s.ok()) return usage_error("gate", s);
   base.m = o.m;
-  base.prec = o.prec == "q4" ? TB_PREC_Q4 : TB_PREC_Q8;
+  auto prec = find_precision(o.prec);
+  if (!prec.ok()) return usage_error("gate", prec.status());
+  base.prec = (*prec)->prec;
   base.mode = o.mode == "i8" ? TB_ACT_I8 : TB_ACT_F32;
   BenchSpec floor = base;
   floor.read_floor = true;
@@ -90,7 +93,7 @@ Command add_gate(CLI::App& root) {
   app->add_option("--backend", opt->backend, backend_option_help("Backend"))->required();
   app->add_option("--shape", opt->shape, "Projection KxN, e.g. 2048x6144")->required();
   app->add_option("--m", opt->m, "Rows M")->check(rows_check())->capture_default_str();
-  app->add_option("--prec", opt->prec, "Weight precision")->check(CLI::IsMember({"q8", "q4"}))->capture_default_str();
+  app->add_option("--prec", opt->prec, "Weight precision")->check(CLI::IsMember(precision_name_list()))->capture_default_str();
   app->add_option("--mode", opt->mode, "Activation mode")->check(CLI::IsMember({"f32", "i8"}))->capture_default_str();
   app->add_option("--rounds", opt->rounds, "Interleaved rounds")->check(CLI::Range(1, 100000))->capture_default_str();
   app->add_option("--seed", opt->seed, "Seed of the synthetic weights")->capture_default_str();

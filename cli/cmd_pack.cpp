@@ -2,6 +2,7 @@
 #include "artifacts/synthetic.h"
 #include "cli/cli_common.h"
 #include "cli/output_path.h"
+#include "core/precision.h"
 
 namespace twinbit::cli {
 namespace {
@@ -25,7 +26,11 @@ int run_pack(const PackOptions& o) {
   so.seed = o.seed;
   so.include_lm_head = !o.small;
   so.precisions.clear();
-  for (const std::string& p : o.precs) so.precisions.push_back(p == "q8" ? TB_PREC_Q8 : TB_PREC_Q4);
+  for (const std::string& p : o.precs) {
+    auto row = find_precision(p);
+    if (!row.ok()) return usage_error("pack", row.status());
+    so.precisions.push_back((*row)->prec);
+  }
   so.progress = [](const std::string& line) { std::fprintf(stderr, "  %s\n", line.c_str()); };
   const double t0 = now_us();
   if (Status s = synthetic::write_model(out.value(), so); !s.ok()) return fail("pack", s);
@@ -52,7 +57,7 @@ Command add_pack(CLI::App& root) {
   app->add_flag("--small", opt->small, "Leave out lm_head");
   add_read_option(app, opt->open);
   app->add_option("--prec", opt->precs, "Precisions to pack")
-      ->delimiter(',')->check(CLI::IsMember({"q8", "q4"}))->capture_default_str();
+      ->delimiter(',')->check(CLI::IsMember(precision_name_list()))->capture_default_str();
   return Command{app, [opt] { return run_pack(*opt); }};
 }
 

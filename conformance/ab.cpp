@@ -10,6 +10,7 @@
 #include "conformance/inputs.h"
 #include "core/numerics.h"
 #include "core/op_checks.h"
+#include "core/precision.h"
 #include "core/reference.h"
 #include "core/rows.h"
 
@@ -60,17 +61,17 @@ Status parse_bench_case(const std::string& text, BenchSpec& s) {
       }
       TB_RETURN_IF_ERROR(check_rows(m, Format("case '%s': m", text.c_str()).c_str()));
       s.m = m;
-    } else if (key == "prec" && (value == "q8" || value == "q4")) {
-      s.prec = value == "q8" ? TB_PREC_Q8 : TB_PREC_Q4;
+    } else if (key == "prec" && find_precision(value).ok()) {
+      s.prec = find_precision(value).value()->prec;
     } else if (key == "mode" && (value == "f32" || value == "i8")) {
       s.mode = value == "f32" ? TB_ACT_F32 : TB_ACT_I8;
     } else if (key == "op" && (value == "gemm" || value == "read_floor")) {
       s.read_floor = value == "read_floor";
     } else {
       return Error(TB_INVALID_ARGUMENT, "case '%s': '%s' is not understood (expected shape=KxN, "
-                   "m=M, prec=q8|q4, mode=f32|i8 or op=gemm|read_floor; a backend's creation "
+                   "m=M, prec=%s, mode=f32|i8 or op=gemm|read_floor; a backend's creation "
                    "parameters follow its name after a comma: cpu,threads=8)", text.c_str(),
-                   kv.c_str());
+                   kv.c_str(), precision_alternatives().c_str());
     }
   }
   return Status();

@@ -89,6 +89,18 @@ const char* precision_codes() {
   return codes.c_str();
 }
 
+std::vector<std::string> precision_name_list() {
+  std::vector<std::string> names;
+  for (const PrecisionTraits& t : kTable) names.emplace_back(t.name);
+  return names;
+}
+
+std::string precision_alternatives() {
+  std::string out;
+  for (const PrecisionTraits& t : kTable) out += (out.empty() ? "" : "|") + std::string(t.name);
+  return out;
+}
+
 Status check_precision(tb_prec prec) {
   if (precision_known(prec)) return Status();
   return Error(TB_INVALID_ARGUMENT, "precision %d is unknown (expected %s)",

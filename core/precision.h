@@ -6,7 +6,9 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/backend.h"
 #include "core/status.hpp"
@@ -57,5 +59,8 @@ Result<const PrecisionTraits*> find_precision(std::string_view name);
 // "q8, q4": the valid names, and "0 = q8, 1 = q4": the valid values, for messages.
 const char* precision_names();
 const char* precision_codes();
+// The names in table order, for option parsers ("q8", "q4"), and joined by '|' ("q8|q4").
+std::vector<std::string> precision_name_list();
+std::string precision_alternatives();
 
 }  // namespace twinbit
