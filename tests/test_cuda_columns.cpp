@@ -13,27 +13,13 @@
 
 #include "core/op_checks.h"
 #include "core/strip_layout.h"
+#include "tests/test_support.h"
 #include "tests/test_cuda_support.h"
 
 namespace twinbit::cuda_test {
 namespace {
 
-struct Range {
-  int64_t begin, count;
-};
-
-std::vector<Range> random_ranges(std::mt19937_64& rng, int64_t n) {
-  const int64_t strips = ceil_div(n, 32);
-  std::vector<Range> out;
-  for (int64_t s = 0; s < strips;) {
-    const int64_t left = strips - s;
-    const int64_t len = left == 1 ? 1 : 1 + static_cast<int64_t>(rng() % static_cast<uint64_t>(
-                                            s == 0 ? left - 1 : left));
-    out.push_back({s * 32, std::min(n, (s + len) * 32) - s * 32});
-    s += len;
-  }
-  return out;
-}
+using Range = testing::ColumnRange;
 
 // y (m, w.n) of one view on the backend (bound for this call only).
 std::vector<float> run(const Backend& cuda, const tb_strips& w, tb_act_mode mode, int64_t m,
@@ -69,7 +55,7 @@ TEST_CASE("gpu gemm column ranges concatenate to the whole projection's bits, q8
   for (tb_prec prec : {TB_PREC_Q8, TB_PREC_Q4}) {
     for (const Shape& sh : shapes) {
       HostStrips h = random_strips(prec, sh.n, sh.k, rng());
-      const std::vector<Range> ranges = random_ranges(rng, sh.n);
+      const std::vector<Range> ranges = testing::random_column_ranges(rng, sh.n);
       for (int64_t m : {1, 8, 33}) {
         Activations a = make_activations(m, sh.k, rng());
         for (tb_act_mode mode : {TB_ACT_F32, TB_ACT_I8}) {

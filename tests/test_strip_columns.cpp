@@ -17,28 +17,13 @@
 #include "core/op_checks.h"
 #include "core/reference.h"
 #include "core/strip_layout.h"
+#include "tests/test_support.h"
 #include "tests/test_cpu_util.h"
 
 namespace twinbit::test {
 namespace {
 
-struct Range {
-  int64_t begin, count;
-};
-
-// Ranges covering [0, n): boundaries at random multiples of 32, at least two ranges when n > 32.
-std::vector<Range> random_ranges(std::mt19937_64& rng, int64_t n) {
-  const int64_t strips = ceil_div(n, 32);
-  std::vector<Range> out;
-  for (int64_t s = 0; s < strips;) {
-    const int64_t left = strips - s;
-    const int64_t len = left == 1 ? 1 : 1 + static_cast<int64_t>(rng() % static_cast<uint64_t>(
-                                            s == 0 ? left - 1 : left));
-    out.push_back({s * 32, std::min(n, (s + len) * 32) - s * 32});
-    s += len;
-  }
-  return out;
-}
+using Range = testing::ColumnRange;
 
 struct Inputs {
   int64_t m = 0, k = 0, kp = 0;
@@ -203,7 +188,7 @@ TEST_CASE("column ranges: the reference computes the columns of the whole, q8 q4
       OwnedStrips w = random_strips(prec, n, k, rng());
       const Inputs in = make_inputs(1 + static_cast<int64_t>(rng() % 3), k, rng());
       for (tb_act_mode mode : {TB_ACT_F32, TB_ACT_I8}) {
-        check_cut(reference_engine, w.view, mode, in, random_ranges(rng, n),
+        check_cut(reference_engine, w.view, mode, in, testing::random_column_ranges(rng, n),
                   "reference " + std::string(prec_name(prec)) + " " + act_mode_name(mode) +
                       " N=" + std::to_string(n) + " K=" + std::to_string(k));
       }
@@ -211,7 +196,7 @@ TEST_CASE("column ranges: the reference computes the columns of the whole, q8 q4
     // The wide projection: sample columns around every boundary (the reference is slow).
     OwnedStrips w = wide_strips(prec, kWideN, kWideK, 77 + prec);
     const Inputs in = make_inputs(1, kWideK, 78);
-    const std::vector<Range> ranges = random_ranges(rng, kWideN);
+    const std::vector<Range> ranges = testing::random_column_ranges(rng, kWideN);
     bool same = true;
     for (const Range& r : ranges) {
       Result<tb_strips> part = StripLayout::columns(w.view, r.begin, r.count);
@@ -249,7 +234,7 @@ TEST_CASE("column ranges: the cpu backend computes the columns of the whole on e
       OwnedStrips w = sh.n == kWideN ? wide_strips(prec, sh.n, sh.k, rng())
                                      : random_strips(prec, sh.n, sh.k, rng());
       const Inputs in = make_inputs(sh.n == kWideN ? 2 : 1 + static_cast<int64_t>(rng() % 5), sh.k, rng());
-      const std::vector<Range> ranges = random_ranges(rng, sh.n);
+      const std::vector<Range> ranges = testing::random_column_ranges(rng, sh.n);
       for (size_t i = 0; i < backends.size(); ++i) {
         for (tb_act_mode mode : {TB_ACT_F32, TB_ACT_I8}) {
           check_cut(backend_engine(backends[i]), w.view, mode, in, ranges,

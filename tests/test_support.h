@@ -2,7 +2,9 @@
 #pragma once
 
 #include <cstdint>
+#include <algorithm>
 #include <cstring>
+#include <random>
 #include <vector>
 
 #include "core/backend.h"
@@ -42,5 +44,23 @@ struct HandStrips {
   }
   tb_strips view() const { return layout().view(codes.data(), scales.data()); }
 };
+
+// Column ranges covering [0, n) as an engine would cut a projection: boundaries at random
+// multiples of 32, at least two ranges when n > 32, the last one ending ragged where n does.
+struct ColumnRange {
+  int64_t begin, count;
+};
+inline std::vector<ColumnRange> random_column_ranges(std::mt19937_64& rng, int64_t n) {
+  const int64_t strips = ceil_div(n, 32);
+  std::vector<ColumnRange> out;
+  for (int64_t s = 0; s < strips;) {
+    const int64_t left = strips - s;
+    const int64_t len = left == 1 ? 1 : 1 + static_cast<int64_t>(rng() % static_cast<uint64_t>(
+                                            s == 0 ? left - 1 : left));
+    out.push_back({s * 32, std::min(n, (s + len) * 32) - s * 32});
+    s += len;
+  }
+  return out;
+}
 
 }  // namespace twinbit::testing
