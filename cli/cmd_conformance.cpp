@@ -14,7 +14,8 @@ namespace twinbit::cli {
 namespace {
 
 struct ConformanceOptions {
-  std::string backend, plugin, json, junit, expected, filter, sweep = "full";
+  std::vector<std::string> backends;
+  std::string plugin, json, junit, expected, filter, sweep = "full";
   uint64_t seed = 1;
   int cases = 100;
   bool list = false, quiet = false;
@@ -36,18 +37,39 @@ int run_conformance(const ConformanceOptions& o) {
     junit.emplace(std::move(f).value());
   }
   // --plugin PATH is --backend PATH; a built-in that cannot run here is 77 (skipped, never
-  // passed), a plugin that does not load is 1.
-  Result<BackendSpec> spec = BackendSpec{};
+  // passed), a plugin that does not load is 1. With several backends, one that cannot run here is
+  // reported as skipped and the others run; 77 only when none can.
+  std::vector<BackendSpec> specs;
   if (!o.plugin.empty()) {
-    spec->plugin_path = o.plugin;  // a path as given, even without a '/' ("libx.so": dlopen's search)
+    specs.emplace_back().plugin_path = o.plugin;  // as given, even without a '/' (dlopen's search)
   } else {
-    spec = parse_backend_spec(o.backend.empty() ? "cpu" : o.backend);
-    if (!spec.ok()) return usage_error("conformance", spec.status());
+    for (const std::string& text : o.backends.empty() ? std::vector<std::string>{"cpu"} : o.backends) {
+      auto spec = parse_backend_spec(text);
+      if (!spec.ok()) return usage_error("conformance", spec.status());
+      specs.push_back(std::move(spec).value());
+    }
   }
-  apply_environment_defaults(spec.value());
-  int exit_code = kExitOk;
-  auto backend = open_backend_spec("conformance", spec.value(), &exit_code);
-  if (!backend.ok()) return exit_code;
+  if (specs.size() > 1 && (json || junit)) {
+    return usage_error("conformance", Error(TB_INVALID_ARGUMENT, "--json and --junit report on "
+                       "one backend: give one --backend with them (%zu given)", specs.size()));
+  }
+  std::vector<Backend> backends;
+  std::vector<BackendSpec> running;
+  int skipped_code = kExitOk;
+  for (BackendSpec& spec : specs) {
+    apply_environment_defaults(spec);
+    int exit_code = kExitOk;
+    auto backend = open_backend_spec("conformance", spec, &exit_code);
+    if (backend.ok()) {
+      backends.push_back(std::move(backend).value());
+      running.push_back(spec);
+    } else if (exit_code == kExitCannotRun && specs.size() > 1) {
+      skipped_code = exit_code;  // reported by open_backend_spec; the others still run
+    } else {
+      return exit_code;
+    }
+  }
+  if (backends.empty()) return skipped_code;
 
   SuiteOptions so;
   so.seed = o.seed;
@@ -76,18 +98,29 @@ int run_conformance(const ConformanceOptions& o) {
     }
     cases = std::move(kept);
   }
-  if (!o.quiet) {
-    std::fprintf(stderr, "twinbit conformance: %zu cases on %s (%s), seed %llu\n", cases.size(),
-                 backend->name().c_str(), spec->to_string().c_str(), static_cast<unsigned long long>(o.seed));
+  std::vector<const Backend*> under_test;
+  for (size_t b = 0; b < backends.size(); ++b) {
+    under_test.push_back(&backends[b]);
+    if (!o.quiet) {
+      std::fprintf(stderr, "twinbit conformance: %zu cases on %s (%s), seed %llu\n", cases.size(),
+                   backends[b].name().c_str(), running[b].to_string().c_str(),
+                   static_cast<unsigned long long>(o.seed));
+    }
   }
-  Report rep = run_suite(backend.value(), cases, so);
-  rep.source = spec->is_plugin() ? "plugin " + spec->to_string() : "built in, " + spec->to_string();
-  rep.sweep = o.sweep + (o.filter.empty() ? "" : ", filter " + o.filter);
-  rep.random_cases = o.cases;
-
+  std::vector<Report> reports = run_suites(under_test, cases, so);
+  bool passed = true;
   // With a report on stdout, the text goes to stderr so stdout stays one parseable document.
   const bool stdout_taken = (json && json->is_stdout()) || (junit && junit->is_stdout());
-  std::fputs(format_text(rep).c_str(), stdout_taken ? stderr : stdout);
+  for (size_t b = 0; b < reports.size(); ++b) {
+    Report& rep = reports[b];
+    const BackendSpec& spec = running[b];
+    rep.source = spec.is_plugin() ? "plugin " + spec.to_string() : "built in, " + spec.to_string();
+    rep.sweep = o.sweep + (o.filter.empty() ? "" : ", filter " + o.filter);
+    rep.random_cases = o.cases;
+    std::fputs(format_text(rep).c_str(), stdout_taken ? stderr : stdout);
+    passed = passed && rep.passed();
+  }
+  const Report& rep = reports.front();  // the only one when a file report was asked for
   auto finish = [](artifact::OutputFile& file, const std::string& text) {
     Status s = file.write(text.data(), text.size());
     return s.ok() ? file.commit() : s;
@@ -98,7 +131,7 @@ int run_conformance(const ConformanceOptions& o) {
   if (junit) {
     if (Status s = finish(*junit, format_junit(rep)); !s.ok()) return fail("conformance", s);
   }
-  return rep.passed() ? kExitOk : kExitFailed;
+  return passed ? kExitOk : kExitFailed;
 }
 
 }  // namespace
@@ -107,13 +140,18 @@ Command add_conformance(CLI::App& root) {
   auto opt = std::make_shared<ConformanceOptions>();
   CLI::App* app = root.add_subcommand(
       "conformance",
-      "Run the conformance suite on one backend: every case is compared bit for bit with the\n"
-      "scalar reference. Cases: a fixed sweep of shapes plus --cases random awkward ones, inputs\n"
-      "drawn from --seed. Prints a report (backend, device, library, seed, one line per case that\n"
-      "is not equal, totals); exit 0 = pass, 1 = a difference/error/stale expected failure,\n"
-      "77 = the backend cannot run on this machine.");
+      "Run the conformance suite on a backend (or several): every case is compared bit for bit\n"
+      "with the scalar reference. Cases: a fixed sweep of shapes plus --cases random awkward\n"
+      "ones, inputs drawn from --seed. Prints a report per backend (backend, device, library,\n"
+      "seed, one line per case that is not equal, totals); exit 0 = pass, 1 = a difference,\n"
+      "error or stale expected failure,\n"
+      "77 = the backend cannot run on this machine (with several, none can; one that cannot is\n"
+      "reported as skipped).");
   app->footer(kBackendOptionHelp);
-  auto* b = app->add_option("--backend", opt->backend, backend_option_help("Backend to test (default cpu)"));
+  auto* b = app->add_option("--backend", opt->backends,
+                            backend_option_help("Backend to test (default cpu); repeat it to test "
+                                                "several in one run, each case prepared once"))
+                ->type_size(1)->allow_extra_args(false);
   auto* p = app->add_option("--plugin", opt->plugin, "Shared library exporting tb_backend_create_v1");
   b->excludes(p);
   app->add_option("--seed", opt->seed, "Seed of the random cases and of every input")->capture_default_str();

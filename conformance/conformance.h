@@ -202,6 +202,13 @@ struct SuiteOptions {
 Report run_suite(const Backend& backend, const std::vector<Case>& cases,
                  const SuiteOptions& options);
 
+// Runs `cases` on each of `backends` (e.g. every instruction-set tag of the CPU backend),
+// drawing the inputs and computing the reference of each case once for all of them. One report
+// per backend, in their order; each equals what run_suite gives that backend alone (only the
+// seconds differ: they count the whole run).
+std::vector<Report> run_suites(const std::vector<const Backend*>& backends,
+                               const std::vector<Case>& cases, const SuiteOptions& options);
+
 // --- reports (report.cpp; formats documented in docs/CONFORMANCE.md) -------------------------
 
 std::string library_version();            // "twinbit 0.1.0 (backend ABI 2)"

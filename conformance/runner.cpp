@@ -1,11 +1,13 @@
-// run_suite: each case prepared once (inputs + reference), run on the backend under test, and -
-// when that backend does not claim it - on the first backend of the fallback order that does.
+// run_suite(s): each case prepared once (inputs + reference), run on every backend under test, and -
+// when one does not claim it - on the first backend of the fallback order that does.
 #include <fnmatch.h>
 
 #include <chrono>
 #include <ctime>
 #include <map>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "conformance/prepared.h"
 #include "core/registry.h"
@@ -90,75 +92,58 @@ class Fallbacks {
   std::map<std::string, std::unique_ptr<Backend>> live_;
 };
 
-}  // namespace
-
-Report run_suite(const Backend& backend, const std::vector<Case>& cases, const SuiteOptions& o) {
-  const double t_start = now_s();
+// One backend's part of a run: its report so far and its own fallback backends.
+struct SuiteRun {
   Report rep;
-  rep.backend = backend.name();
-  rep.device = backend.device();
-  rep.features = backend.features();
-  rep.library_version = library_version();
-  rep.seed = o.seed;
-  {
-    const std::time_t now = std::time(nullptr);
-    std::tm tm{};
-    gmtime_r(&now, &tm);
-    char buf[32];
-    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    rep.date = buf;
-  }
+  std::unique_ptr<Fallbacks> fallbacks;
+};
 
-  std::vector<ExpectedFailure> expected = builtin_expected_failures();
-  expected.insert(expected.end(), o.expected.begin(), o.expected.end());
-  std::vector<BackendEntry> order = o.fallback_order;
-  if (order.empty()) {
-    for (const BackendEntry& e : builtin_backends()) order.push_back(e);
-  }
-  Fallbacks fallbacks(order, backend.name());
-  rep.fallback_order = fallbacks.names();
+std::string utc_date() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
 
-  double last_progress = t_start;
-  for (size_t i = 0; i < cases.size(); ++i) {
-    const double t0 = now_s();
-    CaseResult r;
-    r.c = cases[i];
-    r.name = cases[i].name();
-    std::unique_ptr<detail::PreparedCase> p = detail::prepare(cases[i], o.seed, o.reference_budget);
-    r.checked = p->checked();
-    r.sampled = p->sampled();
-    const detail::Attempt a = p->run(backend);
-    const ExpectedFailure* xf = find_expected(expected, rep.backend, r.name);
-    if (a.status.code() == TB_UNIMPLEMENTED) {
-      r.verdict = Verdict::unsupported;
-      r.message = a.status.message();
-      r.fallback = fallbacks.run(*p);
-    } else if (!a.status.ok() || a.mismatch.differing > 0) {
-      r.verdict = a.status.ok() ? Verdict::differ : Verdict::error;
-      r.mismatch = a.mismatch;
-      r.message = a.status.ok() ? "" : a.status.to_string();
-      if (xf) {
-        r.verdict = Verdict::xfail;
-        r.message = xf->reason + (r.message.empty() ? "" : " [" + r.message + "]");
-      }
-    } else {
-      r.verdict = Verdict::equal;
-      r.mismatch = a.mismatch;
-      if (xf) {
-        r.verdict = Verdict::xpass;
-        r.message = Format("passes, but is listed as an expected failure ('%s': %s): remove the "
-                           "entry", xf->pattern.c_str(), xf->reason.c_str());
-      }
+// The verdict of one backend's attempt at a prepared case (with its fallback when unsupported).
+CaseResult judge(const Case& c, const detail::PreparedCase& p, const Backend& backend,
+                 const std::vector<ExpectedFailure>& expected, SuiteRun& run) {
+  const double t0 = now_s();
+  CaseResult r;
+  r.c = c;
+  r.name = c.name();
+  r.checked = p.checked();
+  r.sampled = p.sampled();
+  const detail::Attempt a = p.run(backend);
+  const ExpectedFailure* xf = find_expected(expected, run.rep.backend, r.name);
+  if (a.status.code() == TB_UNIMPLEMENTED) {
+    r.verdict = Verdict::unsupported;
+    r.message = a.status.message();
+    r.fallback = run.fallbacks->run(p);
+  } else if (!a.status.ok() || a.mismatch.differing > 0) {
+    r.verdict = a.status.ok() ? Verdict::differ : Verdict::error;
+    r.mismatch = a.mismatch;
+    r.message = a.status.ok() ? "" : a.status.to_string();
+    if (xf) {
+      r.verdict = Verdict::xfail;
+      r.message = xf->reason + (r.message.empty() ? "" : " [" + r.message + "]");
     }
-    r.seconds = now_s() - t0;
-    if (o.progress && (now_s() - last_progress > 2.0 || i + 1 == cases.size() || r.failed())) {
-      last_progress = now_s();
-      o.progress(Format("[%zu/%zu] %s: %s (%.2f s)", i + 1, cases.size(), r.name.c_str(),
-                        verdict_name(r.verdict), r.seconds));
+  } else {
+    r.verdict = Verdict::equal;
+    r.mismatch = a.mismatch;
+    if (xf) {
+      r.verdict = Verdict::xpass;
+      r.message = Format("passes, but is listed as an expected failure ('%s': %s): remove the "
+                         "entry", xf->pattern.c_str(), xf->reason.c_str());
     }
-    rep.results.push_back(std::move(r));
   }
+  r.seconds = now_s() - t0;
+  return r;
+}
 
+void count_totals(Report& rep) {
   Totals& t = rep.totals;
   for (const CaseResult& r : rep.results) {
     ++t.cases;
@@ -173,8 +158,59 @@ Report run_suite(const Backend& backend, const std::vector<Case>& cases, const S
     if (r.verdict == Verdict::unsupported && r.failed()) ++t.fallback_failed;
     if (r.sampled) ++t.sampled;
   }
-  rep.seconds = now_s() - t_start;
-  return rep;
+}
+
+}  // namespace
+
+std::vector<Report> run_suites(const std::vector<const Backend*>& backends,
+                               const std::vector<Case>& cases, const SuiteOptions& o) {
+  const double t_start = now_s();
+  std::vector<ExpectedFailure> expected = builtin_expected_failures();
+  expected.insert(expected.end(), o.expected.begin(), o.expected.end());
+  std::vector<BackendEntry> order = o.fallback_order;
+  if (order.empty()) {
+    for (const BackendEntry& e : builtin_backends()) order.push_back(e);
+  }
+  std::vector<SuiteRun> runs(backends.size());
+  for (size_t b = 0; b < backends.size(); ++b) {
+    Report& rep = runs[b].rep;
+    rep.backend = backends[b]->name();
+    rep.device = backends[b]->device();
+    rep.features = backends[b]->features();
+    rep.library_version = library_version();
+    rep.seed = o.seed;
+    rep.date = utc_date();
+    runs[b].fallbacks = std::make_unique<Fallbacks>(order, rep.backend);
+    rep.fallback_order = runs[b].fallbacks->names();
+  }
+
+  double last_progress = t_start;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    // Inputs and reference once, for every backend: the reference dominates the large cases.
+    std::unique_ptr<detail::PreparedCase> p = detail::prepare(cases[i], o.seed, o.reference_budget);
+    for (size_t b = 0; b < backends.size(); ++b) {
+      CaseResult r = judge(cases[i], *p, *backends[b], expected, runs[b]);
+      if (o.progress && (now_s() - last_progress > 2.0 || i + 1 == cases.size() || r.failed())) {
+        last_progress = now_s();
+        const std::string who = backends.size() > 1 ? runs[b].rep.backend + " " + std::to_string(b + 1) + ": " : "";
+        o.progress(Format("[%zu/%zu] %s%s: %s (%.2f s)", i + 1, cases.size(), who.c_str(),
+                          r.name.c_str(), verdict_name(r.verdict), r.seconds));
+      }
+      runs[b].rep.results.push_back(std::move(r));
+    }
+  }
+
+  std::vector<Report> reports;
+  for (SuiteRun& run : runs) {
+    count_totals(run.rep);
+    run.rep.seconds = now_s() - t_start;
+    reports.push_back(std::move(run.rep));
+  }
+  return reports;
+}
+
+Report run_suite(const Backend& backend, const std::vector<Case>& cases, const SuiteOptions& o) {
+  return std::move(run_suites({&backend}, cases, o).front());
 }
 
 }  // namespace twinbit::conformance

@@ -207,6 +207,9 @@ expect_usage "bad isa: usage, lists the tags" "isa=avx9 is not an instruction-se
 expect_exit "cpu:1: cannot run here (77), names the count" 77 "device 1 does not exist \(this machine has 1 device" "$tb" run "$dir/s.tbsc" --entry attn_q.q8 --backend cpu:1 -o "$dir/yt.f32"
 expect_ok "conformance --backend cpu,isa=sse2,threads=1" "$tb" conformance --backend "cpu,isa=sse2,threads=1" --sweep none --cases 5 -q
 grep -q 'sse2' "$dir/out" && pass "conformance report names isa sse2" || bad "conformance isa report: $(head -c 300 "$dir/out")"
+expect_ok "conformance on two backends in one run" "$tb" conformance --backend "cpu,isa=sse2" --backend cpu --sweep none --cases 5 -q
+[ "$(grep -c '^result: PASS' "$dir/out")" = 2 ] && pass "conformance: one report per backend" || bad "conformance two backends: $(head -c 300 "$dir/out")"
+expect_usage "conformance: --json with two backends" "report on one backend" "$tb" conformance --backend cpu --backend "cpu,isa=sse2" --sweep none --cases 1 -q --json "$dir/two.json"
 expect_ok "bench --a cpu,threads=1 --b cpu,isa=sse2: bits compared equal" "$tb" bench --a "cpu,threads=1" --b "cpu,isa=sse2" --shape 96x33 --m 3 --rounds 1 --warmup 0
 grep -q "bit-identical" "$dir/out" && pass "bench compares the two cpu specs' bits" || bad "bench spec output: $(cat "$dir/out")"
 expect_ok "bench --a-case / --b-case" "$tb" bench --a cpu --a-case m=2,prec=q4 --b cpu --b-case m=2,prec=q4,mode=i8 --shape 64x64 --rounds 1 --warmup 0

@@ -105,6 +105,35 @@ TEST_CASE("generated list seed 7 cases 300: unique, deterministic, the sweep's e
   CHECK(generate_cases(o).back().name() != a.back().name());  // the random part follows the seed
 }
 
+TEST_CASE("run_suites: several backends in one run, each case prepared once, give the reports each gives alone") {
+  auto cpu = create_backend("cpu");
+  REQUIRE(cpu.ok());
+  Backend broken = make(tb_backend_create_broken_flip_bit);
+  CaseOptions co;
+  co.seed = 5;
+  co.sweep = Sweep::quick;
+  co.random_cases = 4;
+  const std::vector<Case> cases = generate_cases(co);
+  SuiteOptions so;
+  so.seed = 5;
+  const std::vector<Report> both = run_suites({&cpu.value(), &broken}, cases, so);
+  REQUIRE(both.size() == 2);
+  const Report alone[2] = {run_suite(cpu.value(), cases, so), run_suite(broken, cases, so)};
+  for (int b = 0; b < 2; ++b) {
+    CHECK(both[b].backend == alone[b].backend);
+    REQUIRE(both[b].results.size() == alone[b].results.size());
+    for (size_t i = 0; i < cases.size(); ++i) {
+      INFO(both[b].backend << " " << both[b].results[i].name);
+      CHECK(both[b].results[i].name == alone[b].results[i].name);
+      CHECK(both[b].results[i].verdict == alone[b].results[i].verdict);
+      CHECK(both[b].results[i].mismatch.differing == alone[b].results[i].mismatch.differing);
+    }
+  }
+  CHECK(both[0].passed());
+  CHECK_FALSE(both[1].passed());  // the broken backend's differences stay its own
+  CHECK(both[1].totals.differ > 0);
+}
+
 TEST_CASE("cpu backend, quick sweep + 12 random cases seed 3: every case equal") {
   auto cpu = create_backend("cpu");
   REQUIRE(cpu.ok());
