@@ -182,6 +182,34 @@ TEST_CASE("runtime_fallback_from_a_backend_that_implements_nothing_keeps_the_bit
   }
 }
 
+TEST_CASE("runtime_fallback_at_the_call_when_supports_accepted") {
+  // The plugin accepts every op at supports(), binds, and then declines every gemm: the plan
+  // keeps it, the call falls back to the next of the default order, and the bits stay.
+  const std::string plugin = TWINBIT_DECLINES_AT_CALL_PLUGIN;
+  auto rt = open_runtime({"cpu", plugin}, "attn_v.q4=" + plugin + "*0.5+cpu*0.5\n");
+  auto planned = rt->decide("lm_head.q8", 32, TB_ACT_F32);  // above the threshold: the plugin
+  REQUIRE(planned.ok());
+  CHECK(planned->placement.parts[0].backend == 1);
+  CHECK(planned->fallbacks == 0);
+  check_bits(*rt, "lm_head.q8", 32, TB_ACT_F32, 21);
+  check_bits(*rt, "lm_head.q4", 32, TB_ACT_I8, 22);
+  check_bits(*rt, "attn_v.q4", 3, TB_ACT_I8, 23);
+  check_bits(*rt, "attn_q.q8", 1, TB_ACT_F32, 24);  // below the threshold: the CPU, no fallback
+  for (const auto& r : rt->report()) {
+    INFO(r.entry);
+    if (r.entry == "lm_head.q8" || r.entry == "lm_head.q4") {
+      CHECK(r.calls == 1);
+      CHECK(r.fallbacks == 1);
+      CHECK(r.placement == "cpu");
+    } else if (r.entry == "attn_v.q4") {
+      CHECK(r.fallbacks == 1);
+      CHECK(r.placement == "cpu[0:64]+cpu[64:128]");
+    } else if (r.entry == "attn_q.q8") {
+      CHECK(r.fallbacks == 0);
+    }
+  }
+}
+
 TEST_CASE("runtime_override_errors_quote_the_text_and_the_line") {
   auto expect = [](const Status& s, tb_code code, std::vector<std::string> parts) {
     CAPTURE(s.to_string());

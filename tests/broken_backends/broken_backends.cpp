@@ -13,7 +13,7 @@ namespace {
 using twinbit::Error;
 using namespace twinbit::testing;
 
-enum class Breakage { flip_bit, last_column, first_element, float_ops, second_call, none };
+enum class Breakage { flip_bit, last_column, first_element, float_ops, second_call, declines_at_call, none };
 
 void flip_lowest_bit(float& f) {
   uint32_t u;
@@ -56,6 +56,10 @@ tb_code describe(void* ctx, tb_backend_info* out, tb_error*) {
       out->name = "broken_second_call";
       out->device = "test backend: flips one bit of y[0][0] in the second gemm on a binding";
       break;
+    case Breakage::declines_at_call:
+      out->name = "declines_at_call";
+      out->device = "test backend: supports() accepts every op, every gemm answers UNIMPLEMENTED";
+      break;
     case Breakage::none:
       out->name = "test_reference";
       out->device = "test backend: the scalar reference, unbroken";
@@ -77,7 +81,10 @@ tb_code weights_bind(void*, const tb_weights_view* view, void** out_handle, tb_e
 
 void weights_release(void*, void* handle) { delete static_cast<Bound*>(handle); }
 
-tb_code gemm(void* ctx, void* handle, const tb_gemm_args* a, tb_error*) {
+tb_code gemm(void* ctx, void* handle, const tb_gemm_args* a, tb_error* err) {
+  if (static_cast<Ctx*>(ctx)->breakage == Breakage::declines_at_call) {
+    return Error(TB_UNIMPLEMENTED, "declines_at_call backend: gemm declined at the call").to_c(err);
+  }
   const tb_strips& w = static_cast<Bound*>(handle)->view.strips;
   std::vector<float> y(static_cast<size_t>(a->m * w.n));
   if (a->mode == TB_ACT_F32) {
@@ -156,6 +163,7 @@ Ctx kLastColumn{Breakage::last_column};
 Ctx kFirstElement{Breakage::first_element};
 Ctx kFloatOps{Breakage::float_ops};
 Ctx kSecondCall{Breakage::second_call};
+Ctx kDeclinesAtCall{Breakage::declines_at_call};
 Ctx kNone{Breakage::none};
 
 tb_code create(uint32_t host, Ctx* ctx, tb_backend* out, tb_error* err,
@@ -197,6 +205,11 @@ extern "C" tb_code tb_backend_create_broken_float_ops(uint32_t host, tb_backend*
 extern "C" tb_code tb_backend_create_broken_second_call(uint32_t host, tb_backend* out, tb_error* err,
                                                         const tb_backend_params* params) {
   return create(host, &kSecondCall, out, err, params);
+}
+
+extern "C" tb_code tb_backend_create_declines_at_call(uint32_t host, tb_backend* out, tb_error* err,
+                                                      const tb_backend_params* params) {
+  return create(host, &kDeclinesAtCall, out, err, params);
 }
 
 extern "C" tb_code tb_backend_create_test_reference(uint32_t host, tb_backend* out, tb_error* err, const tb_backend_params* params) {
