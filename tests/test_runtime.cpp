@@ -210,6 +210,25 @@ TEST_CASE("runtime_fallback_at_the_call_when_supports_accepted") {
   }
 }
 
+TEST_CASE("runtime_i8_quantises_once_per_call_on_the_first_backend_of_the_placement") {
+  const std::string plugin = TWINBIT_COUNTS_QUANTIZE_PLUGIN;
+  auto rt = open_runtime({"cpu", "cpu,isa=sse2", plugin},
+                         "lm_head.q8=" + plugin + "*0.5+cpu*0.25+cpu,isa=sse2*0.25\n"
+                         "lm_head.q4=cpu*0.5+" + plugin + "*0.5\n");
+  auto b = create_backend(plugin);
+  REQUIRE(b.ok());
+  auto count = reinterpret_cast<int64_t (*)()>(b->proc("test.quantize_calls"));
+  REQUIRE(b->proc("test.quantize_calls") != nullptr);
+  const int64_t before = count();
+  check_bits(*rt, "lm_head.q8", 5, TB_ACT_I8, 31);  // three parts, one quantisation
+  CHECK(count() == before + 1);
+  check_bits(*rt, "lm_head.q8", 32, TB_ACT_I8, 32);
+  CHECK(count() == before + 2);
+  check_bits(*rt, "lm_head.q8", 4, TB_ACT_F32, 33);  // F32 mode: none
+  check_bits(*rt, "lm_head.q4", 4, TB_ACT_I8, 34);   // the CPU part is first: the CPU quantises
+  CHECK(count() == before + 2);
+}
+
 TEST_CASE("runtime_override_errors_quote_the_text_and_the_line") {
   auto expect = [](const Status& s, tb_code code, std::vector<std::string> parts) {
     CAPTURE(s.to_string());
