@@ -258,6 +258,12 @@ TEST_CASE("runtime_override_errors_quote_the_text_and_the_line") {
   expect(rt->gemm("ssm_beta", 1, TB_ACT_F32, x.data(), 40, y.data(), 48), TB_INVALID_ARGUMENT, {"'ssm_beta'", "not a strip set"});
   expect(rt->gemm("nope", 1, TB_ACT_F32, x.data(), 40, y.data(), 48), TB_INVALID_ARGUMENT, {"no entry 'nope'"});
   expect(rt->gemm("attn_q.q8", 0, TB_ACT_F32, x.data(), 256, y.data(), 256), TB_INVALID_ARGUMENT, {});
+  // A split's parts each see only their columns: the runtime checks the whole row's strides.
+  auto split = open_runtime({"cpu", "cpu,isa=sse2"}, "lm_head.q8=cpu*0.5+cpu,isa=sse2*0.5\n");
+  std::vector<float> xs(256), ys(1000);
+  expect(split->gemm("lm_head.q8", 1, TB_ACT_F32, xs.data(), 256, ys.data(), 512), TB_INVALID_ARGUMENT, {"ldy 512 >= N"});
+  expect(split->gemm("lm_head.q8", 1, TB_ACT_I8, xs.data(), 200, ys.data(), 1000), TB_INVALID_ARGUMENT, {"ldx 200 must be >= K"});
+  expect(split->gemm("lm_head.q8", 1, TB_ACT_F32, nullptr, 256, ys.data(), 1000), TB_INVALID_ARGUMENT, {"must not be null"});
 }
 
 TEST_CASE("runtime_concurrent_calls_from_4_threads_equal_the_reference") {

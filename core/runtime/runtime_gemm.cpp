@@ -1,5 +1,6 @@
 // Runtime::gemm: one call routed to its placement - the I8 quantiser once, the column shares
 // concurrently, fallbacks at bind and at the call (core/runtime/runtime.h).
+#include <system_error>
 #include <thread>
 
 #include "core/numerics.h"
@@ -63,6 +64,14 @@ Status Runtime::gemm(const std::string& entry, int64_t m, tb_act_mode mode, cons
   EntryState& state = *entries_[find_entry(entry, &index) ? index : 0];
   const artifact::Entry& e = *state.entry;
   const Placement& placement = decision->placement;
+  // Checked here for the whole row: each part's backend sees only its share's columns, so it
+  // could not tell that ldy is too short for the others.
+  if (x == nullptr || y == nullptr) return Error(TB_INVALID_ARGUMENT, "entry '%s': x and y must not be null", entry.c_str());
+  if (ldx < e.k || ldy < e.n) {
+    return Error(TB_INVALID_ARGUMENT, "entry '%s' (K %lld, N %lld): ldx %lld must be >= K and ldy %lld >= N",
+                 entry.c_str(), static_cast<long long>(e.k), static_cast<long long>(e.n),
+                 static_cast<long long>(ldx), static_cast<long long>(ldy));
+  }
 
   tb_gemm_args args{};
   args.mode = mode;
@@ -100,7 +109,12 @@ Status Runtime::gemm(const std::string& entry, int64_t m, tb_act_mode mode, cons
     // statuses are read.
     std::vector<std::jthread> others;
     for (size_t i = 1; i < shares.size(); ++i) {
-      others.emplace_back([&, i] { status[i] = run_share(index, shares[i], args, &fallbacks, &ran_on[i]); });
+      auto run = [&, i] { status[i] = run_share(index, shares[i], args, &fallbacks, &ran_on[i]); };
+      try {
+        others.emplace_back(run);
+      } catch (const std::system_error&) {
+        run();  // no thread to be had: the share runs here, later, with the same bits
+      }
     }
     status[0] = run_share(index, shares[0], args, &fallbacks, &ran_on[0]);
   }
