@@ -21,6 +21,11 @@ namespace twinbit::runtime {
 
 inline constexpr double kCpuFlopThreshold = 1e7;
 
+// The host backend the rule keeps small calls on and every fallback ends at. The source engine's
+// rule names it, so this is the one place the runtime knows a backend's name; everything else
+// it learns from supports() and the order the user lists backends in.
+inline constexpr const char kCpuBackendName[] = "cpu";
+
 inline double gemm_flops(int64_t m, int64_t n, int64_t k) {
   return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
 }

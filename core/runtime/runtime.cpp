@@ -27,9 +27,9 @@ Result<std::unique_ptr<Runtime>> Runtime::open(const std::string& artifact_path,
     }
     specs.push_back(spec.value());
   }
-  auto cpu = std::find_if(specs.begin(), specs.end(), [](const BackendSpec& s) { return s.name == "cpu"; });
+  auto cpu = std::find_if(specs.begin(), specs.end(), [](const BackendSpec& s) { return s.name == kCpuBackendName; });
   if (cpu == specs.end()) {
-    specs.push_back(BackendSpec{"cpu", "", std::nullopt, {}});
+    specs.push_back(BackendSpec{kCpuBackendName, "", std::nullopt, {}});
     cpu = specs.end() - 1;
   }
   rt->cpu_ = static_cast<size_t>(cpu - specs.begin());
