@@ -2,8 +2,6 @@
 // bit for bit - the porting check when moving a model from one backend to another. What runs for
 // each kind of entry: conformance/porting_check.h. One line per comparison: differing/total, the
 // first differing index and the max ulp distance.
-#include <fnmatch.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <sstream>
@@ -11,6 +9,7 @@
 #include "cli/backend_option.h"
 #include "cli/cli_common.h"
 #include "conformance/porting_check.h"
+#include "core/runtime/overrides.h"
 
 namespace twinbit::cli {
 namespace {
@@ -48,7 +47,7 @@ int run_check(const CheckOptions& o) {
   if (!bb.ok()) return exit_code;
 
   // The gated-delta set runs as one step: a glob naming any of its entries selects all of them.
-  auto matches = [&](const std::string& name) { return fnmatch(o.entry.c_str(), name.c_str(), 0) == 0; };
+  auto matches = [&](const std::string& name) { return runtime::entry_matches(o.entry, name); };
   bool gdn_selected = false;
   for (const std::string& n : conformance::gdn_entry_names()) gdn_selected = gdn_selected || matches(n);
   std::vector<conformance::CheckEntry> entries;

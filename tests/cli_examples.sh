@@ -38,7 +38,7 @@ expect_exit() {
 
 expect_ok "help" "$tb" --help
 grep -q "Exit status, for every command: 0 ok; 1 failed" "$dir/out" && pass "help states the exit codes" || bad "help: no exit-code policy"
-for c in demo pack info run conformance check bench gate devices; do expect_ok "help $c" "$tb" "$c" --help; done
+for c in demo pack info run conformance check bench gate devices plan; do expect_ok "help $c" "$tb" "$c" --help; done
 expect_ok "pack --synthetic --small" "$tb" pack --synthetic --small -o "$dir/s.tbsc"
 expect_ok "info --verify" "$tb" info --verify "$dir/s.tbsc"
 grep -q "every checksum matches" "$dir/out" && pass "info --verify reports every checksum" || bad "info --verify output"
@@ -221,6 +221,22 @@ TWINBIT_CPU_THREADS=0 "$tb" run "$dir/s.tbsc" --entry attn_q.q8 --backend cpu,th
   && pass "an explicit threads= wins over TWINBIT_CPU_THREADS" || bad "explicit param did not win"
 TWINBIT_CPU_ARCH=sse2 "$tb" conformance --backend cpu --sweep none --cases 1 -q >"$dir/out" 2>&1
 grep -q 'sse2)' "$dir/out" && pass "TWINBIT_CPU_ARCH is a default of isa=" || bad "TWINBIT_CPU_ARCH default: $(head -c 300 "$dir/out")"
+# The runtime's plan: the threshold, overrides from the command line and a file (first match
+# wins, the command line first), a column split, fallback, and exact errors.
+expect_ok "plan with the default backend" "$tb" plan "$dir/s.tbsc" --m 1,32
+grep -qE "^attn_k.q8 +1 .*cpu +threshold: 2\*M\*N\*K = 4.194e\+06 < 1e\+07" "$dir/out" && pass "plan: small call stays on the CPU" || bad "plan threshold: $(head -c 300 "$dir/out")"
+printf '# split the fused FFN, the rest of the FFN on sse2\nffn_gate_up.*=cpu*0.25+cpu,isa=sse2*0.75\n\nffn_*=cpu,isa=sse2\n' >"$dir/rules.txt"
+expect_ok "plan with overrides" "$tb" plan "$dir/s.tbsc" --backend cpu --backend cpu,isa=sse2 --overrides "$dir/rules.txt" --override ffn_down.q4=cpu --json
+grep -q '"choice": "cpu\*0.25+cpu,isa=sse2\*0.75"' "$dir/out" && grep -q "rules.txt line 2" "$dir/out" && grep -q '"why": "override --override 1: ffn_down.q4=cpu"' "$dir/out" \
+  && grep -q "rules.txt line 4: ffn_\*=cpu,isa=sse2" "$dir/out" && pass "plan: overrides, first match wins" || bad "plan overrides: $(head -c 300 "$dir/out")"
+expect_ok "plan with fallback" "$tb" plan "$dir/s.tbsc" --backend null --override '*=null' --m 32
+grep -q "fallback: null declined" "$dir/out" && pass "plan shows the fallback" || bad "plan fallback"
+expect_usage "plan: malformed --override" "--override 1: 'attn_q.q8' is not PATTERN=TARGET" "$tb" plan "$dir/s.tbsc" --override attn_q.q8
+expect_usage "plan: fractions must sum to 1" "fractions sum to 0.9" "$tb" plan "$dir/s.tbsc" --override 'attn_q.q8=cpu*0.4+cpu,isa=sse2*0.5' --backend cpu --backend cpu,isa=sse2
+expect_usage "plan: unknown backend in an override" "backend 'cpu,isa=sse2' is not one of the runtime's backends" "$tb" plan "$dir/s.tbsc" --override 'attn_q.q8=cpu,isa=sse2'
+expect_usage "plan: pattern matching nothing" "pattern 'lm_head.\*' matches no entry" "$tb" plan "$dir/s.tbsc" --override 'lm_head.*=cpu'
+printf 'attn_q.q8=cpu\nnot a rule\n' >"$dir/bad_rules.txt"
+expect_exit "plan: bad overrides file" 1 "bad_rules.txt line 2: 'not a rule'" "$tb" plan "$dir/s.tbsc" --overrides "$dir/bad_rules.txt"
 chmod 600 "$dir/y.f32"
 expect_ok "run -o a 0600 file" "$tb" run "$dir/s.tbsc" --entry attn_q.q8 -o "$dir/y.f32"
 [ "$(stat -c %a "$dir/y.f32")" = 600 ] && pass "the replaced file keeps mode 0600" || bad "mode not kept"

@@ -1,5 +1,6 @@
 #include "tests/broken_backends/broken_backends.h"
 
+#include <atomic>
 #include <cstring>
 #include <new>
 #include <vector>
@@ -13,7 +14,7 @@ namespace {
 using twinbit::Error;
 using namespace twinbit::testing;
 
-enum class Breakage { flip_bit, last_column, first_element, float_ops, second_call, none };
+enum class Breakage { flip_bit, last_column, first_element, float_ops, second_call, declines_at_call, counts_quantize, none };
 
 void flip_lowest_bit(float& f) {
   uint32_t u;
@@ -56,6 +57,14 @@ tb_code describe(void* ctx, tb_backend_info* out, tb_error*) {
       out->name = "broken_second_call";
       out->device = "test backend: flips one bit of y[0][0] in the second gemm on a binding";
       break;
+    case Breakage::declines_at_call:
+      out->name = "declines_at_call";
+      out->device = "test backend: supports() accepts every op, every gemm answers UNIMPLEMENTED";
+      break;
+    case Breakage::counts_quantize:
+      out->name = "counts_quantize";
+      out->device = "test backend: the scalar reference, counting its quantize_i8 calls";
+      break;
     case Breakage::none:
       out->name = "test_reference";
       out->device = "test backend: the scalar reference, unbroken";
@@ -77,7 +86,10 @@ tb_code weights_bind(void*, const tb_weights_view* view, void** out_handle, tb_e
 
 void weights_release(void*, void* handle) { delete static_cast<Bound*>(handle); }
 
-tb_code gemm(void* ctx, void* handle, const tb_gemm_args* a, tb_error*) {
+tb_code gemm(void* ctx, void* handle, const tb_gemm_args* a, tb_error* err) {
+  if (static_cast<Ctx*>(ctx)->breakage == Breakage::declines_at_call) {
+    return Error(TB_UNIMPLEMENTED, "declines_at_call backend: gemm declined at the call").to_c(err);
+  }
   const tb_strips& w = static_cast<Bound*>(handle)->view.strips;
   std::vector<float> y(static_cast<size_t>(a->m * w.n));
   if (a->mode == TB_ACT_F32) {
@@ -127,6 +139,21 @@ tb_code gdn_delta(void* ctx, const tb_gdn_args* a, tb_error*) {
 
 void destroy(void*) {}
 
+// counts_quantize: the reference quantiser, counted; the count is read through get_proc.
+std::atomic<int64_t> quantize_calls{0};
+
+tb_code quantize_i8(void*, const tb_quantize_args* a, tb_error*) {
+  quantize_calls.fetch_add(1);
+  twinbit::ref::quantize_activations(a->m, a->k, a->x, a->ldx, a->xq, a->ldxq, a->xd, a->ldxd);
+  return TB_OK;
+}
+
+int64_t read_quantize_calls() { return quantize_calls.load(); }
+
+void* get_proc(void*, const char* name) {
+  return std::strcmp(name, "test.quantize_calls") == 0 ? reinterpret_cast<void*>(&read_quantize_calls) : nullptr;
+}
+
 const tb_backend_iface kIface = {
     .abi_version = TB_BACKEND_ABI_VERSION,
     .struct_size = sizeof(tb_backend_iface),
@@ -151,11 +178,20 @@ const tb_backend_iface kIfaceWithPair = [] {
   return t;
 }();
 
+const tb_backend_iface kIfaceCounting = [] {
+  tb_backend_iface t = kIface;
+  t.quantize_i8 = quantize_i8;
+  t.get_proc = get_proc;
+  return t;
+}();
+
 Ctx kFlip{Breakage::flip_bit};
 Ctx kLastColumn{Breakage::last_column};
 Ctx kFirstElement{Breakage::first_element};
 Ctx kFloatOps{Breakage::float_ops};
 Ctx kSecondCall{Breakage::second_call};
+Ctx kDeclinesAtCall{Breakage::declines_at_call};
+Ctx kCountsQuantize{Breakage::counts_quantize};
 Ctx kNone{Breakage::none};
 
 tb_code create(uint32_t host, Ctx* ctx, tb_backend* out, tb_error* err,
@@ -168,7 +204,9 @@ tb_code create(uint32_t host, Ctx* ctx, tb_backend* out, tb_error* err,
   const twinbit::Status s = twinbit::check_param_keys(params, "broken backend", {});
   if (!s.ok()) return s.to_c(err);
   const bool with_pair = ctx->breakage == Breakage::float_ops || ctx->breakage == Breakage::none;
-  out->iface = with_pair ? &kIfaceWithPair : &kIface;
+  out->iface = ctx->breakage == Breakage::counts_quantize ? &kIfaceCounting
+                : with_pair                                  ? &kIfaceWithPair
+                                                             : &kIface;
   out->ctx = ctx;
   return TB_OK;
 }
@@ -197,6 +235,16 @@ extern "C" tb_code tb_backend_create_broken_float_ops(uint32_t host, tb_backend*
 extern "C" tb_code tb_backend_create_broken_second_call(uint32_t host, tb_backend* out, tb_error* err,
                                                         const tb_backend_params* params) {
   return create(host, &kSecondCall, out, err, params);
+}
+
+extern "C" tb_code tb_backend_create_declines_at_call(uint32_t host, tb_backend* out, tb_error* err,
+                                                      const tb_backend_params* params) {
+  return create(host, &kDeclinesAtCall, out, err, params);
+}
+
+extern "C" tb_code tb_backend_create_counts_quantize(uint32_t host, tb_backend* out, tb_error* err,
+                                                     const tb_backend_params* params) {
+  return create(host, &kCountsQuantize, out, err, params);
 }
 
 extern "C" tb_code tb_backend_create_test_reference(uint32_t host, tb_backend* out, tb_error* err, const tb_backend_params* params) {

@@ -14,6 +14,11 @@
 //                       (a replay that goes wrong); every other call is exact.
 // Everything else (every other op and shape) is exact.
 //
+// Not broken but unwilling: declines_at_call accepts every op at supports() and answers every
+// gemm with UNIMPLEMENTED (what the runtime's fallback at the call must handle).
+// counts_quantize is the exact reference with its own quantize_i8 entry, counting the calls;
+// get_proc("test.quantize_calls") gives the count as an int64_t (*)() (per process).
+//
 // And the control: test_reference is the scalar reference for every op, gemv_f32_pair
 // included, broken nowhere.
 #pragma once
@@ -33,6 +38,10 @@ tb_code tb_backend_create_broken_float_ops(uint32_t host_abi_version, tb_backend
                                            const tb_backend_params* params);
 tb_code tb_backend_create_broken_second_call(uint32_t host_abi_version, tb_backend* out, tb_error* err,
                                              const tb_backend_params* params);
+tb_code tb_backend_create_declines_at_call(uint32_t host_abi_version, tb_backend* out, tb_error* err,
+                                           const tb_backend_params* params);
+tb_code tb_backend_create_counts_quantize(uint32_t host_abi_version, tb_backend* out, tb_error* err,
+                                          const tb_backend_params* params);
 tb_code tb_backend_create_test_reference(uint32_t host_abi_version, tb_backend* out, tb_error* err,
                                            const tb_backend_params* params);
 }
