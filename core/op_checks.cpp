@@ -45,7 +45,7 @@ Status check_dim(const char* what, int64_t v) {
 }  // namespace
 
 Status check_strips(const tb_strips& w) {
-  TB_RETURN_IF_ERROR(check_precision(w.prec));
+  TB_RETURN_IF_ERROR(check_precision_field(w.prec));
   TB_RETURN_IF_ERROR(check_dim("N", w.n));
   TB_RETURN_IF_ERROR(check_dim("K", w.k));
   if (w.np != pad32(w.n) || w.kp != pad32(w.k)) {

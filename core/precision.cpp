@@ -101,11 +101,16 @@ std::string precision_alternatives() {
   return out;
 }
 
-Status check_precision(tb_prec prec) {
-  if (precision_known(prec)) return Status();
-  return Error(TB_INVALID_ARGUMENT, "precision %d is unknown (expected %s)",
-               static_cast<int>(prec), precision_codes());
+Status check_precision_field(const tb_prec& field) {
+  static_assert(sizeof(tb_prec) == sizeof(int), "tb_prec is an int-sized C enum");
+  int raw;
+  std::memcpy(&raw, &field, sizeof raw);
+  if (raw >= 0 && raw < kPrecisionCount) return Status();
+  return Error(TB_INVALID_ARGUMENT, "precision %d is unknown (expected %s)", raw,
+               precision_codes());
 }
+
+Status check_precision(tb_prec prec) { return check_precision_field(prec); }
 
 Result<const PrecisionTraits*> find_precision(std::string_view name) {
   for (const PrecisionTraits& t : kTable) {

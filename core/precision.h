@@ -52,6 +52,11 @@ const PrecisionTraits& precision_traits(tb_prec prec);
 // TB_OK for a row of the table; INVALID_ARGUMENT naming the value and the valid ones otherwise.
 Status check_precision(tb_prec prec);
 
+// The same check on a tb_prec field that C code filled (a tb_strips from a caller or a plugin),
+// which may hold any int: the field's bytes are read as an int, because reading a tb_prec that
+// names no enumerator is undefined behaviour in C++.
+Status check_precision_field(const tb_prec& field);
+
 // The row named `name` ("q8", "q4"); INVALID_ARGUMENT quoting the name and listing the valid
 // names otherwise.
 Result<const PrecisionTraits*> find_precision(std::string_view name);
