@@ -3,7 +3,10 @@
 // and M = 32 in both activation modes, and checks the bits:
 //   - every backend's full output is compared with every other backend's (memcmp), and
 //   - each output is compared with the scalar reference on a sample of columns (all of them for
-//     small projections), since the reference is too slow to run whole on lm_head in a demo.
+//     small projections), since the reference is too slow to run whole on lm_head in a demo;
+//   - then the runtime (core/runtime) runs each call where its default plan places it over the
+//     same backends, and its rows show that placement and why: the plan a user gets, with bits
+//     equal to every backend's.
 #include <algorithm>
 #include <cstring>
 #include <map>
@@ -17,6 +20,7 @@
 #include "core/op_checks.h"
 #include "core/reference.h"
 #include "core/registry.h"
+#include "core/runtime/runtime.h"
 
 namespace twinbit::cli {
 namespace {
@@ -37,6 +41,7 @@ struct Row {
   double time_us = 0;
   bool bits_equal = false;
   std::string checked;  // "all 2048 columns", "sampled 512 of 151936 columns", ...
+  std::string placement, why;  // the runtime's rows: where the plan ran the call, and why
 };
 
 struct LiveBackend {
@@ -99,9 +104,14 @@ class Demo {
   void run_gemv(const artifact::Artifact& art);
   void run_gdn(const artifact::Artifact& art);
   void print_table() const;
+  void open_runtime(const std::string& artifact_path);
+  void run_planned(const artifact::Entry& e, int64_t m, tb_act_mode mode, const float* x, Row row,
+                   const std::function<std::string(const std::vector<float>&)>& check);
 
   DemoOptions opt_;
   std::vector<LiveBackend> live_;
+  std::vector<std::string> live_specs_;  // as given, for the runtime
+  std::unique_ptr<runtime::Runtime> runtime_;
   std::vector<std::string> skipped_;  // "cuda: UNAVAILABLE: no CUDA device"
   std::vector<Row> rows_;
 };
@@ -137,6 +147,8 @@ int Demo::run() {
     }
     const bool is_ref = b->features().find("reference") != std::string::npos;
     live_.push_back(LiveBackend{std::move(b.value()), is_ref});
+    const std::string text = spec->is_plugin() ? spec->plugin_path : spec->to_string();
+    if (std::find(live_specs_.begin(), live_specs_.end(), text) == live_specs_.end()) live_specs_.push_back(text);
   }
   if (live_.empty()) return fail_backend("demo", Error(TB_UNAVAILABLE, "no backend can run here"));
   // The backends first: a wrong spec is refused before minutes of artifact generation.
@@ -153,6 +165,7 @@ int Demo::run() {
     for (auto& l : live_) s += (s.empty() ? "" : ", ") + l.backend.name() + " (" + l.backend.device() + ")";
     return s;
   }());
+  open_runtime(art.value()->path());
   for (const auto& s : skipped_) log("twinbit demo: not run: %s\n", s);
 
   for (const artifact::Entry& e : art.value()->entries()) {
@@ -184,6 +197,7 @@ int Demo::run() {
                            {"mode", r.mode}, {"prec", r.prec}, {"time_us", r.time_us},
                            {"time_includes_quantize", r.mode == "i8"},
                            {"bits_equal", r.bits_equal}, {"checked", r.checked}});
+      if (!r.placement.empty()) j["rows"].back().update({{"placement", r.placement}, {"why", r.why}});
     }
     j["not_run"] = skipped_;
     j["all_bits_equal"] = all_equal;
@@ -231,7 +245,23 @@ void Demo::run_gemm(const artifact::Entry& e, tb_weights_view view, std::map<std
       const std::string checked = cols.size() == static_cast<size_t>(w.n)
           ? Format("reference, all %lld columns", (long long)w.n)
           : Format("reference on %zu of %lld columns", cols.size(), (long long)w.n);
-      std::vector<float> first;  // the first backend's full output: the others must equal it
+      // The reference's sampled columns, then the first full output: "" when y has the bits of both.
+      std::vector<float> first;  // the first backend's full output that ran: the others must equal it
+      std::string first_name;
+      auto check = [&](const std::vector<float>& y) -> std::string {
+        for (int64_t r = 0; r < m; ++r) {
+          for (size_t i = 0; i < cols.size(); ++i) {
+            const float got = y[r * w.n + cols[i]];
+            if (std::memcmp(&got, &want[r * cols.size() + i], 4) != 0) {
+              return Format("row %lld column %lld differs from the reference", (long long)r, (long long)cols[i]);
+            }
+          }
+        }
+        if (!first.empty() && std::memcmp(first.data(), y.data(), y.size() * 4) != 0) {
+          return "full output differs from " + first_name;
+        }
+        return "";
+      };
       for (LiveBackend& l : live_) {
         std::vector<float> y(static_cast<size_t>(m * w.n), std::numeric_limits<float>::quiet_NaN());
         a.y = y.data();
@@ -250,43 +280,89 @@ void Demo::run_gemm(const artifact::Entry& e, tb_weights_view view, std::map<std
           return l.backend.gemm(bw, own);
         }, st);
         Row row{base, Format("%lldx%lld", (long long)w.k, (long long)w.n), prec_name(w.prec),
-                mode == TB_ACT_F32 ? "f32" : "i8", l.backend.name(), "", m, us, false, checked};
+                mode == TB_ACT_F32 ? "f32" : "i8", l.backend.name(), "", m, us, false, checked, "", ""};
         if (!st.ok()) {
           row.note = st.to_string();
           row.checked = st.code() == TB_UNIMPLEMENTED ? "unsupported" : "failed";
           rows_.push_back(row);
           continue;
         }
-        bool equal = true;
         if (mode == TB_ACT_I8 && (std::memcmp(own_q.data(), xq.data(), xq.size()) != 0 ||
                                   std::memcmp(own_d.data(), xd.data(), xd.size() * 4) != 0)) {
-          equal = false;
           row.note = "quantize_i8 codes or scales differ from the reference";
+        } else {
+          row.note = check(y);
         }
-        for (int64_t r = 0; r < m && equal; ++r) {
-          for (size_t i = 0; i < cols.size(); ++i) {
-            const float got = y[r * w.n + cols[i]];
-            if (std::memcmp(&got, &want[r * cols.size() + i], 4) != 0) {
-              equal = false;
-              row.note = Format("row %lld column %lld differs from the reference", (long long)r, (long long)cols[i]);
-              break;
-            }
-          }
-        }
+        if (row.note.empty() && !first.empty()) row.checked += ", full output = " + first_name;
         if (first.empty()) {
           first = y;
-        } else if (std::memcmp(first.data(), y.data(), y.size() * 4) != 0) {
-          equal = false;
-          row.note = "full output differs from " + live_.front().backend.name();
-        } else {
-          row.checked += ", full output = " + live_.front().backend.name();
+          first_name = l.backend.name();
         }
         if (l.is_reference) row.checked = "IS the reference (its kernels are the scalar reference)";
-        row.bits_equal = equal;
+        row.bits_equal = row.note.empty();
         rows_.push_back(row);
+      }
+      Row planned{base, Format("%lldx%lld", (long long)w.k, (long long)w.n), prec_name(w.prec),
+                  mode == TB_ACT_F32 ? "f32" : "i8", "runtime", "", m, 0, false, checked, "", ""};
+      if (runtime_ && !first.empty()) {
+        planned.checked += ", full output = " + first_name;
+        run_planned(e, m, mode, x.data(), std::move(planned), check);
       }
     }
   }
+}
+
+// One call through the runtime, placed by its default plan over the demo's backends (the
+// quantisation of mode I8 included, as the runtime does it once per call).
+void Demo::run_planned(const artifact::Entry& e, int64_t m, tb_act_mode mode, const float* x, Row row,
+                       const std::function<std::string(const std::vector<float>&)>& check) {
+  auto decision = runtime_->decide(e.name, m, mode);
+  if (decision.ok()) {
+    row.placement = runtime::placement_text(decision->placement, runtime_->backend_labels());
+    row.why = decision->why;
+  }
+  std::vector<float> y(static_cast<size_t>(m * e.n), std::numeric_limits<float>::quiet_NaN());
+  auto call = [&] { return runtime_->gemm(e.name, m, mode, x, e.k, y.data(), e.n); };
+  // The first call binds the entry where the plan sends it (an upload to a GPU): the time shown
+  // is of the calls after it, unless the first took over 50 ms (a large call on a slow backend),
+  // which the demo does not repeat.
+  const double t0 = now_us();
+  Status st = call();
+  row.time_us = now_us() - t0;
+  if (!st.ok()) {
+    row.note = st.to_string();
+    row.checked = "failed";
+  } else {
+    row.note = check(y);
+    row.bits_equal = row.note.empty();
+    if (row.time_us < 5e4) {
+      Status again;
+      row.time_us = time_call(call, again);
+      if (!again.ok() || !check(y).empty()) {
+        row.note = again.ok() ? "a repeated call's output differs" : again.to_string();
+        row.bits_equal = false;
+      }
+    } else {
+      row.why += " (time: the first call, binding included)";
+    }
+  }
+  row.checked = "placed on " + row.placement + "; " + row.checked;
+  rows_.push_back(std::move(row));
+}
+
+// The runtime over the backends that run here, with its default plan: what an engine that
+// opens this artifact gets. A runtime that cannot open is listed, not fatal: the backend rows
+// still stand.
+void Demo::open_runtime(const std::string& artifact_path) {
+  runtime::RuntimeOptions ro;
+  ro.backends = live_specs_;
+  ro.open = opt_.open;
+  auto rt = runtime::Runtime::open(artifact_path, ro);
+  if (!rt.ok()) {
+    skipped_.push_back("runtime: " + rt.status().to_string());
+    return;
+  }
+  runtime_ = std::move(rt.value());
 }
 
 void Demo::run_gemv(const artifact::Artifact& art) {
@@ -305,7 +381,7 @@ void Demo::run_gemv(const artifact::Artifact& art) {
   for (LiveBackend& l : live_) {
     Row row{"ssm_beta+ssm_a", Format("%lldx%lld x2", (long long)ma.cols, (long long)ma.rows), "f32",
             "f32", l.backend.name(), "", 1, 0, false,
-            l.is_reference ? "IS the reference" : "reference, all rows of both"};
+            l.is_reference ? "IS the reference" : "reference, all rows of both", "", ""};
     auto wa = l.backend.bind(va->view, va->keep_alive);
     auto wb = l.backend.bind(vb->view, vb->keep_alive);
     if (!wa.ok() || !wb.ok()) {
@@ -350,7 +426,7 @@ void Demo::run_gdn(const artifact::Artifact& art) {
   for (LiveBackend& l : live_) {
     Row row{"gdn_delta", Format("%lldx%lldx%lld", (long long)vh, (long long)kd, (long long)vd), "f32",
             "f32", l.backend.name(), "", 1, 0, false,
-            l.is_reference ? "IS the reference" : "reference, state and output"};
+            l.is_reference ? "IS the reference" : "reference, state and output", "", ""};
     std::vector<float> s, o(vh * vd);
     tb_gdn_args a{vh, kh, kd, vd, nullptr, p[1], p[2], p[3], p[4], p[5], o.data()};
     Status st;
@@ -374,6 +450,7 @@ void Demo::run_gdn(const artifact::Artifact& art) {
 void Demo::print_table() const {
   std::printf("twinbit demo: synthetic Qwen3-VL-2B projections (seed %llu); bits compared with memcmp;\n"
               "time = one call, host memory to host memory (a GPU's copies and sync included);\n"
+              "rows 'runtime' run the call where the runtime's default plan places it (docs/RUNTIME.md);\n"
               "mode i8 times include the activation quantisation (the backend's quantize_i8)\n\n",
               static_cast<unsigned long long>(opt_.seed));
   std::printf("%-16s %-12s %-4s %-4s %3s %-8s %11s  %-5s %s\n", "projection", "KxN", "prec", "mode",
@@ -384,6 +461,8 @@ void Demo::print_table() const {
                 r.backend.c_str(), format_time_us(r.time_us).c_str(),
                 r.bits_equal ? "yes" : (r.checked == "unsupported" ? "n/a" : "NO"),
                 r.checked.c_str(), r.note.empty() ? "" : " -- ", r.note.c_str());
+    // A runtime row says why the plan placed it there.
+    if (!r.why.empty() && r.note.empty()) std::printf("%-16s %s\n", "", r.why.c_str());
   }
   for (const auto& s : skipped_) std::printf("not run: %s\n", s.c_str());
 }
@@ -396,7 +475,9 @@ Command add_demo(CLI::App& root) {
       "demo",
       "Run every projection of the synthetic Qwen3-VL-2B model at M = 1 and 32, in both\n"
       "activation modes, on every backend that can run here, and check the bits against the\n"
-      "scalar reference and across backends. The artifact is generated into the cache folder\n"
+      "scalar reference and across backends; then run each call through the runtime, placed by\n"
+      "its default plan over the same backends (rows 'runtime': where and why). The artifact\n"
+      "is generated into the cache folder\n"
       "($TWINBIT_CACHE, else ~/.cache/twinbit) on first use. Exit 1 if any row differs.");
   app->add_option("--seed", opt->seed, "Seed of the synthetic weights and inputs")->capture_default_str();
   app->add_flag("--json", opt->json, "Print one JSON object {\"rows\": [...]} instead of the table");
