@@ -77,18 +77,20 @@ Result<Backend> Backend::adopt(tb_backend raw) {
 }
 
 Status Backend::supports(const tb_op_desc& op) const {
+  TB_RETURN_IF_ERROR(check_op_desc_fields(op));  // a backend never loads an enum that names nothing
   tb_error err{};
   return Status::from_c(iface().supports(ctx(), &op, &err), err);
 }
 
 Result<BoundWeights> Backend::bind(const tb_weights_view& view,
                                    std::shared_ptr<const void> keep_alive) const {
-  if (view.kind == TB_WEIGHTS_STRIPS) {
+  const int kind = enum_field_value(view.kind);
+  if (kind == TB_WEIGHTS_STRIPS) {
     TB_RETURN_IF_ERROR(check_strips(view.strips));
-  } else if (view.kind == TB_WEIGHTS_F32) {
+  } else if (kind == TB_WEIGHTS_F32) {
     TB_RETURN_IF_ERROR(check_matrix(view.matrix));
   } else {
-    return Error(TB_INVALID_ARGUMENT, "weights kind %d is unknown", static_cast<int>(view.kind));
+    return Error(TB_INVALID_ARGUMENT, "weights kind %d is unknown", kind);
   }
   void* handle = nullptr;
   tb_error err{};

@@ -85,8 +85,26 @@ Status check_matrix(const tb_matrix_f32& w) {
   return Status();
 }
 
+Status check_op_desc_fields(const tb_op_desc& op) {
+  const int kind = enum_field_value(op.op);
+  if (kind < TB_OP_GEMM || kind > TB_OP_QUANTIZE_I8) {
+    return Error(TB_INVALID_ARGUMENT, "op %d is unknown (expected 0 = gemm .. 4 = quantize_i8)", kind);
+  }
+  if (kind != TB_OP_GEMM) return Status();
+  TB_RETURN_IF_ERROR(check_precision_field(op.prec));
+  const int mode = enum_field_value(op.mode);
+  if (mode != TB_ACT_F32 && mode != TB_ACT_I8) {
+    return Error(TB_INVALID_ARGUMENT, "activation mode %d is unknown (expected 0 = f32, 1 = i8)", mode);
+  }
+  return Status();
+}
+
 Status check_gemm_args(const tb_strips& w, const tb_gemm_args& a) {
   TB_RETURN_IF_ERROR(check_rows(a.m));
+  const int mode = enum_field_value(a.mode);
+  if (mode != TB_ACT_F32 && mode != TB_ACT_I8) {
+    return Error(TB_INVALID_ARGUMENT, "activation mode %d is unknown (expected 0 = f32, 1 = i8)", mode);
+  }
   if (!a.y) return Error(TB_INVALID_ARGUMENT, "gemm output y is null");
   if (a.ldy < w.n) {
     return Error(TB_INVALID_ARGUMENT, "ldy = %lld is smaller than N = %lld", (long long)a.ldy,
@@ -107,10 +125,8 @@ Status check_gemm_args(const tb_strips& w, const tb_gemm_args& a) {
                    "Kp/32 = %lld", (long long)a.ldxq, (long long)a.ldxd, (long long)w.kp,
                    (long long)(w.kp / 32));
     }
-    return Status();
   }
-  return Error(TB_INVALID_ARGUMENT, "activation mode %d is unknown (expected 0 = f32, 1 = i8)",
-               static_cast<int>(a.mode));
+  return Status();
 }
 
 Status check_gdn_args(const tb_gdn_args& a) {

@@ -2,6 +2,8 @@
 // shape or a null pointer gets the same clear INVALID_ARGUMENT everywhere, before any kernel runs.
 #pragma once
 
+#include <cstring>
+
 #include "core/backend.h"
 #include "core/precision.h"  // check_precision: every tb_prec arriving from outside
 #include "core/status.hpp"
@@ -19,6 +21,20 @@ uint64_t strip_scales_bytes(int64_t n, int64_t k);
 const char* prec_name(tb_prec prec);        // the table's name: "q8", "q4"
 const char* act_mode_name(tb_act_mode m);   // "f32", "i8"
 const char* op_name(tb_op op);              // "gemm", "gemv_f32", ...
+
+// The int a C enum field holds, read as bytes: a C caller or plugin may store any int there, and
+// loading a value that names no enumerator as the enum type is undefined behaviour in C++. Every
+// enum field that arrives from outside is checked through this before it is compared.
+template <class Enum>
+int enum_field_value(const Enum& field) {
+  static_assert(sizeof(Enum) == sizeof(int), "the ABI's enums are int-sized C enums");
+  int raw;
+  std::memcpy(&raw, &field, sizeof raw);
+  return raw;
+}
+
+// An op descriptor's enum fields name known values (op; for a gemm, prec and mode).
+Status check_op_desc_fields(const tb_op_desc& op);
 
 // The strip view is self-consistent: prec known, 1 <= n,k <= kMaxDim, np/kp the padded sizes,
 // payload sizes as computed, pointers non-null, and its columns inside its projection:

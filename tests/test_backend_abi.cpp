@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "artifacts/quantize.h"
 #include "core/backend.hpp"
 #include "core/reference.h"
 #include "core/registry.h"
@@ -190,4 +191,58 @@ TEST_CASE("abi: Backend::set_switch on a backend without the name is UNIMPLEMENT
 }
 
 }  // namespace
+}  // namespace twinbit::test
+
+namespace twinbit::test {
+
+// A C caller or plugin may put any int in an enum field; the host refuses one that names nothing
+// before any backend compares it (loading it as the enum would be undefined behaviour).
+TEST_CASE("abi: op, precision, mode and weights-kind fields that name no enumerator are refused, quoting the int") {
+  auto be = create_backend("cpu");
+  REQUIRE(be.ok());
+  auto with_int = [](auto& field, int raw) { std::memcpy(&field, &raw, sizeof raw); };
+  tb_op_desc op{};
+  op.m = op.n = op.k = 32;
+  with_int(op.op, 9);
+  Status s = be->supports(op);
+  CHECK(s.code() == TB_INVALID_ARGUMENT);
+  CHECK(s.message().find("op 9 is unknown") != std::string::npos);
+  op.op = TB_OP_GEMM;
+  with_int(op.mode, 5);
+  s = be->supports(op);
+  CHECK(s.code() == TB_INVALID_ARGUMENT);
+  CHECK(s.message().find("mode 5 is unknown") != std::string::npos);
+  op.mode = TB_ACT_F32;
+  with_int(op.prec, -3);
+  CHECK(be->supports(op).code() == TB_INVALID_ARGUMENT);
+  op.prec = TB_PREC_Q8;
+  CHECK(be->supports(op).ok());
+
+  tb_weights_view v{};
+  with_int(v.kind, 2);
+  auto bad = be->bind(v);
+  REQUIRE(!bad.ok());
+  CHECK(bad.status().message().find("weights kind 2 is unknown") != std::string::npos);
+
+  std::vector<float> w(32 * 32, 0.25f), x(32, 1.0f), y(32);
+  const quant::PackedStrips packed = quant::pack_strips(w.data(), 32, 32, TB_PREC_Q8);
+  tb_weights_view sv{};
+  sv.kind = TB_WEIGHTS_STRIPS;
+  sv.strips = packed.view();
+  auto bound = be->bind(sv);
+  REQUIRE(bound.ok());
+  tb_gemm_args a{};
+  a.m = 1;
+  a.x = x.data();
+  a.ldx = 32;
+  a.y = y.data();
+  a.ldy = 32;
+  with_int(a.mode, 3);
+  s = be->gemm(bound.value(), a);
+  CHECK(s.code() == TB_INVALID_ARGUMENT);
+  CHECK(s.message().find("mode 3 is unknown") != std::string::npos);
+  a.mode = TB_ACT_F32;
+  CHECK(be->gemm(bound.value(), a).ok());
+}
+
 }  // namespace twinbit::test
