@@ -38,7 +38,7 @@ expect_exit() {
 
 expect_ok "help" "$tb" --help
 grep -q "Exit status, for every command: 0 ok; 1 failed" "$dir/out" && pass "help states the exit codes" || bad "help: no exit-code policy"
-for c in demo pack info run conformance check bench gate devices plan; do expect_ok "help $c" "$tb" "$c" --help; done
+for c in demo pack info run conformance check bench gate devices plan calibrate; do expect_ok "help $c" "$tb" "$c" --help; done
 expect_ok "pack --synthetic --small" "$tb" pack --synthetic --small -o "$dir/s.tbsc"
 expect_ok "info --verify" "$tb" info --verify "$dir/s.tbsc"
 grep -q "every checksum matches" "$dir/out" && pass "info --verify reports every checksum" || bad "info --verify output"
@@ -237,6 +237,25 @@ expect_usage "plan: unknown backend in an override" "backend 'cpu,isa=sse2' is n
 expect_usage "plan: pattern matching nothing" "pattern 'lm_head.\*' matches no entry" "$tb" plan "$dir/s.tbsc" --override 'lm_head.*=cpu'
 printf 'attn_q.q8=cpu\nnot a rule\n' >"$dir/bad_rules.txt"
 expect_exit "plan: bad overrides file" 1 "bad_rules.txt line 2: 'not a rule'" "$tb" plan "$dir/s.tbsc" --overrides "$dir/bad_rules.txt"
+# Calibration: a quick sweep of two CPU specs writes a profile; plan --profile predicts per
+# backend and picks by it; bad profiles and uncovered backends are errors naming them.
+expect_ok "calibrate --quick on two CPU specs" "$tb" calibrate --backend cpu --backend cpu,isa=sse2 --quick -o "$dir/prof.json"
+grep -qE "^cpu,isa=sse2 +i8 +q4 " "$dir/out" && grep -q "profile written to $dir/prof.json" "$dir/out" && grep -q '"format": "twinbit-profile"' "$dir/prof.json" \
+  && grep -qE "^calibrate: rep 3/3, shape 20/20 .* on cpu, cpu,isa=sse2$" "$dir/err" && pass "calibrate: the fitted table, the profile and progress lines" || bad "calibrate output: $(head -c 300 "$dir/out")"
+expect_ok "plan --profile" "$tb" plan "$dir/s.tbsc" --backend cpu --backend cpu,isa=sse2 --profile "$dir/prof.json" --m 1,32
+grep -qE "^attn_q.q8 +1 .* calibrated: cpu [0-9.]+ .s, cpu,isa=sse2 [0-9.]+ .s" "$dir/out" && pass "plan: predicted time per backend and the choice" || bad "plan --profile: $(head -c 400 "$dir/out")"
+expect_ok "plan --profile --json" "$tb" plan "$dir/s.tbsc" --backend cpu --backend cpu,isa=sse2 --profile "$dir/prof.json" --json --override 'attn_q.*=cpu'
+grep -q '"predicted_us": {' "$dir/out" && grep -q '"cpu,isa=sse2": [0-9]' "$dir/out" && grep -q '"predicted_choice_us": null' "$dir/out" \
+  && pass "plan --json: predictions per backend" || bad "plan --profile --json: $(head -c 400 "$dir/out")"
+expect_exit "plan: profile missing a backend" 1 "has no measurements for backend 'cpu,threads=1'; run twinbit calibrate --backend cpu,threads=1" \
+  "$tb" plan "$dir/s.tbsc" --backend cpu --backend cpu,threads=1 --profile "$dir/prof.json"
+sed 's/"version": 1/"version": 9/' "$dir/prof.json" >"$dir/prof9.json"
+expect_exit "plan: profile of another version" 1 "field 'version' is 9" "$tb" plan "$dir/s.tbsc" --profile "$dir/prof9.json"
+expect_usage "calibrate -o into a missing folder, before measuring" "there is no folder" "$tb" calibrate --quick -o "$dir/nowhere/p.json"
+expect_usage "calibrate: bad backend spec" "threads=0" "$tb" calibrate --backend cpu,threads=0 --quick -o "$dir/p0.json"
+expect_ok "calibrate --json to stdout" "$tb" calibrate --backend cpu --quick -o - --json
+grep -q '"spec": "cpu"' "$dir/out" && pass "calibrate -o - --json prints the profile once" || bad "calibrate -o -: $(head -c 300 "$dir/out")"
+[ "$(grep -c '"format"' "$dir/out")" = 1 ] && pass "calibrate: one profile on stdout" || bad "calibrate: profile printed twice"
 chmod 600 "$dir/y.f32"
 expect_ok "run -o a 0600 file" "$tb" run "$dir/s.tbsc" --entry attn_q.q8 -o "$dir/y.f32"
 [ "$(stat -c %a "$dir/y.f32")" = 600 ] && pass "the replaced file keeps mode 0600" || bad "mode not kept"

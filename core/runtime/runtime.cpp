@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "core/registry.h"
+#include "core/runtime/cost_model.h"
 #include "core/runtime/default_plan.h"
 #include "core/runtime/runtime_state.h"
 
@@ -40,6 +41,7 @@ Result<std::unique_ptr<Runtime>> Runtime::open(const std::string& artifact_path,
     rt->labels_.push_back(spec.to_string());
   }
   for (const Backend& b : rt->backends_) rt->backend_ptrs_.push_back(&b);
+  if (options.profile) TB_RETURN_IF_ERROR(rt->use_profile(*options.profile));
 
   for (const OverrideRule& rule : options.overrides) {
     Placement placement;
@@ -71,6 +73,27 @@ Result<std::unique_ptr<Runtime>> Runtime::open(const std::string& artifact_path,
     rt->entries_.push_back(std::move(state));
   }
   return rt;
+}
+
+Status Runtime::use_profile(const Profile& profile) {
+  profile_ = profile;
+  for (size_t i = 0; i < backends_.size(); ++i) {
+    const BackendProfile* b = profile_->find(labels_[i]);
+    if (b == nullptr) {
+      return Error(TB_INVALID_ARGUMENT, "profile %s has no measurements for backend '%s'; run twinbit calibrate --backend %s",
+                   profile_->source.c_str(), labels_[i].c_str(), labels_[i].c_str());
+    }
+    // Costs of another device would place calls by the wrong numbers (a profile copied from
+    // another machine, a GPU swapped): refused rather than silently wrong.
+    if (b->name != backends_[i].name() || b->device != backends_[i].device()) {
+      return Error(TB_INVALID_ARGUMENT,
+                   "profile %s measured backend '%s' as %s on '%s', but here it is %s on '%s'; run twinbit calibrate --backend %s",
+                   profile_->source.c_str(), labels_[i].c_str(), b->name.c_str(), b->device.c_str(),
+                   backends_[i].name().c_str(), backends_[i].device().c_str(), labels_[i].c_str());
+    }
+    backend_profiles_.push_back(b);
+  }
+  return Status();
 }
 
 const Runtime::EntryState* Runtime::find_entry(const std::string& entry, size_t* index) const {
@@ -107,10 +130,23 @@ Result<Decision> Runtime::decide(const std::string& entry, int64_t m, tb_act_mod
   Decision d;
   const tb_op_desc whole = op_of(e, m, e.n, mode);
   const std::vector<size_t> order = default_order(backend_ptrs_, cpu_, whole);
+  std::optional<CalibratedChoice> calibrated;
+  if (profile_) {
+    std::vector<Candidate> candidates;
+    for (size_t i = 0; i < backends_.size(); ++i) {
+      candidates.push_back(Candidate{backend_profiles_[i], backends_[i].supports(whole).ok()});
+    }
+    calibrated = choose_calibrated(candidates, labels_, GemmShape{m, e.n, e.k, e.prec, mode}, cpu_);
+    d.predicted_us = calibrated->single_us;
+  }
   if (state->rule >= 0) {
     const OverrideRule& rule = overrides_[static_cast<size_t>(state->rule)];
     d.placement = override_placements_[static_cast<size_t>(state->rule)];
     d.why = Format("override %s: %s", rule.origin.c_str(), rule.text.c_str());
+  } else if (calibrated) {
+    d.placement = calibrated->placement;
+    d.why = calibrated->why;
+    d.predicted_choice_us = calibrated->predicted_us;
   } else {
     d.placement = Placement::single(order.front());
     const double flops = gemm_flops(m, e.n, e.k);

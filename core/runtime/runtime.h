@@ -3,7 +3,9 @@
 // bits of the scalar reference whatever the placement (docs/RUNTIME.md).
 //
 // PLACEMENT of a call (entry, M, mode): the first override whose pattern matches the entry
-// (core/runtime/overrides.h); else the default plan (core/runtime/default_plan.h). A part whose
+// (core/runtime/overrides.h); else, with a profile, the calibrated choice - the lowest predicted
+// time, a two-backend column split included (core/runtime/cost_model.h); else the default plan
+// (core/runtime/default_plan.h). A part whose
 // backend answers UNIMPLEMENTED at supports(), bind or the call is replaced by the next backend
 // of the default order, the CPU backend last; each replacement counts as one fallback of the
 // entry (report()).
@@ -29,6 +31,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -37,6 +40,7 @@
 #include "core/backend.hpp"
 #include "core/runtime/overrides.h"
 #include "core/runtime/placement.h"
+#include "core/runtime/profile.h"
 #include "core/status.hpp"
 
 namespace twinbit::runtime {
@@ -45,6 +49,10 @@ struct RuntimeOptions {
   std::vector<std::string> backends;   // specs; empty: just "cpu"
   std::vector<OverrideRule> overrides; // first match wins
   artifact::OpenOptions open;
+  // Measured costs (twinbit calibrate): with one, calls no override places go where the cost
+  // model predicts the lowest time. It must cover every backend of the runtime, measured on the
+  // same backend and device (name and device as describe() gives them).
+  std::optional<Profile> profile;
 };
 
 // How a call (entry, M, mode) is placed before it runs, and why.
@@ -52,6 +60,13 @@ struct Decision {
   Placement placement;              // after fallbacks at supports()
   std::string why;                  // "threshold: ...", "override FILE line 3: ...", "; fallback ..."
   int64_t fallbacks = 0;            // parts replaced because supports() declined
+  // With a profile, per backend of the runtime: the predicted time of the whole call on it, in
+  // microseconds (nullopt: its supports() declines the call or the profile has no cost for the
+  // mode and precision). Empty without a profile.
+  std::vector<std::optional<double>> predicted_us;
+  // The calibrated choice's predicted time (a split: its longer part); nullopt when an override
+  // placed the call or there is no profile.
+  std::optional<double> predicted_choice_us;
 };
 
 struct EntryReport {
@@ -66,7 +81,8 @@ class Runtime {
   // Errors: the artifact's (artifacts/artifact.h); a bad spec or a backend that cannot be created
   // (the registry's message); a spec listed twice; an override naming a backend that is not
   // among `backends` or whose pattern matches no entry of the artifact (quoting the rule and
-  // where it was written).
+  // where it was written); with a profile, a backend it has no measurements for, or measured
+  // on another backend or device (naming the backend and the calibrate command that fixes it).
   static Result<std::unique_ptr<Runtime>> open(const std::string& artifact_path,
                                                const RuntimeOptions& options);
   ~Runtime();
@@ -77,6 +93,8 @@ class Runtime {
   // The backends' specs as written in messages and placements (canonical spec text).
   const std::vector<std::string>& backend_labels() const { return labels_; }
   size_t cpu_backend() const { return cpu_; }
+  // The profile the runtime plans with, or null.
+  const Profile* profile() const { return profile_ ? &*profile_ : nullptr; }
 
   // Where a gemm of `m` rows of the strip entry `entry` in `mode` goes, and why. INVALID_ARGUMENT
   // for an unknown entry or one that is not a strip set.
@@ -97,6 +115,7 @@ class Runtime {
   struct EntryState;
   using BindKey = std::tuple<size_t, size_t, int64_t, int64_t>;  // entry, backend, begin, count
 
+  Status use_profile(const Profile& profile);  // checks that it covers every backend
   const EntryState* find_entry(const std::string& entry, size_t* index) const;
   tb_op_desc op_of(const artifact::Entry& e, int64_t m, int64_t n, tb_act_mode mode) const;
   Result<const BoundWeights*> bound(size_t entry, size_t backend, int64_t begin, int64_t count);
@@ -110,6 +129,8 @@ class Runtime {
   size_t cpu_ = 0;
   std::vector<OverrideRule> overrides_;
   std::vector<Placement> override_placements_;  // per rule, its target on backends_
+  std::optional<Profile> profile_;
+  std::vector<const BackendProfile*> backend_profiles_;  // per backend, into profile_
   std::vector<std::unique_ptr<EntryState>> entries_;         // per artifact entry
 
   mutable std::mutex bind_mutex_;
