@@ -56,7 +56,9 @@ std::string rate_text(double per_s, const char* unit) {
 
 int run_calibrate(const CalibrateCliOptions& o) {
   std::vector<std::string> specs, inputs;
-  for (const std::string& text : o.backends) {
+  // The defaults go through the same path as named backends, so TWINBIT_CPU_* apply to them as
+  // they will to the runtime's (and the profile's specs match what plan and run-model write).
+  for (const std::string& text : o.backends.empty() ? default_backends() : o.backends) {
     int exit_code = kExitOk;
     auto spec = backend_spec_from_option(text);
     if (!spec.ok()) return usage_error("calibrate", spec.status());
@@ -64,7 +66,6 @@ int run_calibrate(const CalibrateCliOptions& o) {
     if (spec->is_plugin()) inputs.push_back(spec->plugin_path);
     specs.push_back(spec->is_plugin() ? spec->plugin_path : spec->to_string());
   }
-  if (specs.empty()) specs = default_backends();
   // Checked before the measuring: a bad path costs milliseconds, not the sweep.
   auto out = open_output("-o", o.out, inputs);
   if (!out.ok()) return fail_output("calibrate", out.status());

@@ -176,8 +176,8 @@ Result<Profile> calibrate(const std::vector<std::string>& backend_specs, const C
     data.push_back(make_point_data(p, 2000 + i));
   }
 
-  // Bind where supports() accepts, and warm up: the first call pays for first-touch and
-  // kernel loading, and its time sets how many calls a measurement makes.
+  // Bind where supports() accepts, and warm up: the first call pays for first touch and kernel
+  // loading; the second's time sets how many calls a measurement makes.
   for (Calibrated& c : backends) {
     c.slots.resize(points.size());
     for (size_t i = 0; i < points.size(); ++i) {
@@ -204,6 +204,7 @@ Result<Profile> calibrate(const std::vector<std::string>& backend_specs, const C
       }
       Slot& slot = c.slots[i];
       slot.weights = bound.get();
+      TB_RETURN_IF_ERROR(c.backend.gemm(*slot.weights, data[i].args));  // first touch, not timed
       const double t0 = now_us();
       TB_RETURN_IF_ERROR(c.backend.gemm(*slot.weights, data[i].args));
       const double first = std::max(now_us() - t0, 0.01);

@@ -39,10 +39,10 @@ namespace twinbit::runtime {
 
 struct CalibrateOptions {
   bool quick = false;  // the tiny sweep, for tests
-  int reps = 0;        // repetitions of the sweep; 0: 5 (3 when quick)
   // Called after each point of each repetition with a line such as
   // "calibrate: rep 2/5, shape 14/40 (4096 x 2048, M 8, i8 q4) on cpu, cuda"; may be empty.
   std::function<void(const std::string&)> progress;
+  int reps = 0;  // repetitions of the sweep; 0: 5 (3 when quick)
 };
 
 // One point of the sweep: its shape and the median time of a call, in microseconds.
