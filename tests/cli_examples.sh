@@ -253,6 +253,8 @@ sed 's/"version": 1/"version": 9/' "$dir/prof.json" >"$dir/prof9.json"
 expect_exit "plan: profile of another version" 1 "field 'version' is 9" "$tb" plan "$dir/s.tbsc" --profile "$dir/prof9.json"
 expect_usage "calibrate -o into a missing folder, before measuring" "there is no folder" "$tb" calibrate --quick -o "$dir/nowhere/p.json"
 expect_usage "calibrate: bad backend spec" "threads=0" "$tb" calibrate --backend cpu,threads=0 --quick -o "$dir/p0.json"
+expect_exit "calibrate on a device that is not here: 77" 77 "device 1 does not exist" "$tb" calibrate --backend cpu --backend cpu:1 --quick -o "$dir/p77.json"
+[ ! -e "$dir/p77.json" ] && [ ! -e "$dir/p0.json" ] && pass "calibrate: no profile left by failed runs" || bad "calibrate left a profile"
 expect_ok "calibrate --json to stdout" "$tb" calibrate --backend cpu --quick -o - --json
 grep -q '"spec": "cpu"' "$dir/out" && pass "calibrate -o - --json prints the profile once" || bad "calibrate -o -: $(head -c 300 "$dir/out")"
 [ "$(grep -c '"format"' "$dir/out")" = 1 ] && pass "calibrate: one profile on stdout" || bad "calibrate: profile printed twice"
