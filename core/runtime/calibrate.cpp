@@ -5,6 +5,7 @@
 #include <cmath>
 #include <map>
 #include <memory>
+#include <tuple>
 
 #include "artifacts/quantize.h"
 #include "artifacts/synthetic.h"
