@@ -15,6 +15,8 @@
 // Cuts are at whole strips of 32 columns, as core/runtime/placement.h cuts. A split is chosen
 // only when it beats the best single backend by kSplitMargin, so measurement noise does not buy
 // a split its second thread and the extra binding. Ties keep the earlier backend (list order).
+// The parts are modelled as independent (true of separate devices); two backends on the same
+// cores (two CPU specs) are predicted faster split than they run, with the same bits either way.
 #pragma once
 
 #include <cstddef>
