@@ -5,10 +5,9 @@
 // PLACEMENT of a call (entry, M, mode): the first override whose pattern matches the entry
 // (core/runtime/overrides.h); else, with a profile, the calibrated choice - the lowest predicted
 // time, a two-backend column split included (core/runtime/cost_model.h); else the default plan
-// (core/runtime/default_plan.h). A part whose
-// backend answers UNIMPLEMENTED at supports(), bind or the call is replaced by the next backend
-// of the default order, the CPU backend last; each replacement counts as one fallback of the
-// entry (report()).
+// (core/runtime/default_plan.h). A part whose backend answers UNIMPLEMENTED at supports(), bind
+// or the call is replaced by the next backend of the default order, the CPU backend last; each
+// replacement counts as one fallback of the entry (report()).
 //
 // BACKENDS. Specs in the order given; the CPU backend of the default plan is the first one named
 // "cpu", and when no spec names it a plain "cpu" is added at the end. A spec given twice is an
