@@ -254,6 +254,10 @@ TEST_CASE("names_name_map_bad_lines_quote_line_and_text") {
   REQUIRE(bad_star.ok());
   o.rules = bad_star.value();
   expect_error(plan_error({tensor("h.x.q", {4, 4})}, o), {"map.txt:1", "'h.x.q' maps to 'blk.x.attn_q'"});
+  // Rules built in code are checked when applied, not trusted.
+  o.rules = {NameRule{"h.q", "x", 3, "code"}, NameRule{"*", "blk.*.*", 4, "code"}};
+  expect_error(plan_error({tensor("h.q", {4, 4})}, o), {"code:3", "maps to 'x'"});
+  expect_error(plan_error({tensor("g", {4, 4})}, o), {"code:4", "maps to 'blk.g.*'"});
 }
 
 TEST_CASE("names_shape_checks_name_both_tensors") {

@@ -94,17 +94,19 @@ Result<std::optional<Mapped>> from_rules(const std::string& name, const std::vec
       m.skip = Format("skipped by the name map (%s:%d)", r.source.c_str(), r.line);
       return std::optional<Mapped>(m);
     }
+    // Rules made in code rather than parsed may break parse_name_map's rules: check again.
     std::string entry;
     size_t star = 0;
-    for (char c : r.entry) entry += c == '*' ? stars[star++] : std::string(1, c);
+    for (char c : r.entry) entry += c != '*' ? std::string(1, c) : star < stars.size() ? stars[star++] : "*";
     if (entry == "lm_head") {
       m.role = kLmHead;
       return std::optional<Mapped>(m);
     }
     const size_t dot = entry.find('.', 4);
-    const auto layer = layer_number(std::string_view(entry).substr(4, dot - 4));
-    m.role = role_index(std::string_view(entry).substr(dot + 1));
-    if (!layer || m.role < 0) {
+    const bool shaped = entry.rfind("blk.", 0) == 0 && dot != std::string::npos;
+    const auto layer = shaped ? layer_number(std::string_view(entry).substr(4, dot - 4)) : std::nullopt;
+    m.role = shaped ? role_index(std::string_view(entry).substr(dot + 1)) : -1;
+    if (!layer || m.role < 0 || m.role == kLmHead) {
       return Error(TB_INVALID_ARGUMENT, "%s:%d: tensor '%s' maps to '%s', which is not an entry "
                    "(the layer must be a number)", r.source.c_str(), r.line, name.c_str(), entry.c_str());
     }
