@@ -48,6 +48,8 @@ class FakeFile : public TensorFile {
     return data_[t.offset];  // offset: the index of its buffer here
   }
   std::vector<std::pair<std::string, std::string>> metadata() const override { return {}; }
+  void release(const SourceTensor& t) const override { released.push_back(t.name); }
+  mutable std::vector<std::string> released;  // in the order the pipeline let them go
 
  private:
   std::vector<std::string> files_{"fake.gguf"};
@@ -178,6 +180,10 @@ TEST_CASE("import_f32_equals_pack_strips_and_fused_entry_stacks_the_parts") {
     REQUIRE(seen.size() == 3);
     CHECK(seen[1].name == "blk.0.attn_qkv" + sfx);
     CHECK(seen[2].bytes_done == seen[2].bytes_total);
+    // Each tensor is released once packed (attn_q twice: once per entry that reads it).
+    CHECK(f.released == std::vector<std::string>{"blk.0.attn_q.weight", "blk.0.attn_q.weight",
+                                                 "blk.0.attn_k.weight", "blk.0.attn_v.weight"});
+    f.released.clear();
   }
 }
 

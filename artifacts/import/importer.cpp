@@ -224,6 +224,7 @@ Result<ImportSummary> import_model(const TensorFile& model, const std::vector<Im
         if (!packed.ok()) return packed.status();
         parts.push_back(std::move(packed).value());
       }
+      model.release(t);  // its pages may go: the memory bound holds for models of any size
       summary.tensors.push_back(std::move(rep));
       progress.bytes_done += t.bytes;
     }

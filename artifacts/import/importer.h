@@ -18,7 +18,9 @@
 // ("blk.0.attn_qkv.q8"); the provenance's source_file is the model path.
 //
 // Memory: the streaming writer keeps only the manifest; one entry's strip sets (its parts and, when
-// fused, the stacked copy) are in memory at a time, plus one 32-row float buffer per worker.
+// fused, the stacked copy) are in memory at a time, plus one 32-row float buffer per worker; each
+// source tensor is released (TensorFile::release) once packed, so the mapped model's pages do not
+// accumulate either.
 // Strips are packed in parallel (oneTBB); the bytes do not depend on the thread count.
 #pragma once
 
