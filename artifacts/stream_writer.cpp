@@ -6,6 +6,7 @@
 #include <unistd.h>
 #include <xxhash.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -14,6 +15,7 @@
 #include "artifacts/artifact_layout.h"
 #include "artifacts/atomic_file.h"
 #include "artifacts/format.h"
+#include "core/strip_layout.h"
 
 namespace twinbit::artifact {
 
@@ -174,6 +176,53 @@ Status StreamWriter::add_strips(const std::string& name, std::span<const uint8_t
   TB_RETURN_IF_ERROR(spend(layout::check_strip_padding(name, e.prec, e.n, e.k, codes.data(),
                                                        scale_bytes.data())));
   TB_RETURN_IF_ERROR(spend(put_payload(codes.data(), codes.size())));
+  TB_RETURN_IF_ERROR(spend(put_payload(scale_bytes.data(), scale_bytes.size())));
+  ++next_;
+  return Status();
+}
+
+Status StreamWriter::add_strips_streamed(const std::string& name, int64_t batch,
+                                         const StripMaker& make) {
+  TB_RETURN_IF_ERROR(spend(expect_next(name, TB_WEIGHTS_STRIPS)));
+  const Entry& e = entries_[next_];
+  const StripLayout layout{e.prec, e.n, e.k};
+  const int64_t strips = layout.strips(), code_bytes = layout.strip_code_bytes();
+  const int64_t strip_scales = layout.strip_scales();
+  batch = std::max<int64_t>(1, std::min(batch, strips));
+  std::vector<uint16_t> scales(static_cast<size_t>(strips * strip_scales), 0);
+  std::vector<uint8_t> codes(static_cast<size_t>(batch * code_bytes));
+  Entry::Payload& p = entries_[next_].payloads[kStripCodes];
+  if (layout::align_up(at_) != p.offset) {
+    return spend(Error(TB_INTERNAL, "entry '%s': codes would land at %llu, the layout says %llu",
+                       name.c_str(), (unsigned long long)layout::align_up(at_),
+                       (unsigned long long)p.offset));
+  }
+  static const uint8_t kZeros[kPayloadAlign] = {};
+  TB_RETURN_IF_ERROR(spend(put(kZeros, p.offset - at_)));
+  XXH64_state_t* hash = XXH64_createState();
+  if (!hash) return spend(Error(TB_RESOURCE_EXHAUSTED, "cannot allocate a hash state"));
+  XXH64_reset(hash, 0);
+  Status st;
+  for (int64_t s0 = 0; s0 < strips && st.ok(); s0 += batch) {
+    const int64_t count = std::min(batch, strips - s0);
+    std::fill(codes.begin(), codes.begin() + count * code_bytes, uint8_t{0});
+    st = make(s0, count, codes.data(), scales.data() + s0 * strip_scales);
+    for (int64_t i = 0; i < count && st.ok(); ++i) {  // a strip is a set of <= 32 columns
+      const int64_t s = s0 + i, n_s = std::min<int64_t>(32, e.n - 32 * s);
+      const std::vector<uint8_t> sb = layout::scale_bytes(
+          std::span<const uint16_t>(scales.data() + s * strip_scales, strip_scales));
+      st = layout::check_strip_padding(Format("%s (strip %lld)", name.c_str(), (long long)s),
+                                       e.prec, n_s, e.k, codes.data() + i * code_bytes, sb.data());
+    }
+    if (st.ok()) st = put(codes.data(), static_cast<uint64_t>(count * code_bytes));
+    if (st.ok()) XXH64_update(hash, codes.data(), static_cast<size_t>(count * code_bytes));
+  }
+  p.xxh64 = XXH64_digest(hash);
+  XXH64_freeState(hash);
+  TB_RETURN_IF_ERROR(spend(st));
+  payload_ = 1;
+  codes = {};
+  const std::vector<uint8_t> scale_bytes = layout::scale_bytes(scales);
   TB_RETURN_IF_ERROR(spend(put_payload(scale_bytes.data(), scale_bytes.size())));
   ++next_;
   return Status();

@@ -25,6 +25,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -60,6 +61,15 @@ class StreamWriter {
   Status add_strips(const std::string& name, std::span<const uint8_t> codes,
                     std::span<const uint16_t> scales);
   Status add_matrix(const std::string& name, std::span<const float> data);
+  // The next declared strip set, made strip by strip (32 output columns each) for entries too
+  // large to hold whole (an lm_head): `make(s0, count, codes, scales)` fills strips
+  // [s0, s0 + count) - their codes as they lie in the payload (count * strip code bytes) and their
+  // scales (count * strip scales) - and may work on them in parallel. Strips are asked for in
+  // order, `batch` at a time; only one batch of codes and the entry's scales (a sixteenth of the
+  // q8 codes) are held. Padding is checked per strip; the bytes are add_strips'.
+  using StripMaker = std::function<Status(int64_t s0, int64_t count, uint8_t* codes,
+                                          uint16_t* scales)>;
+  Status add_strips_streamed(const std::string& name, int64_t batch, const StripMaker& make);
   // Once every declared entry was added: writes the header and manifest and commits the output.
   Status finish();
 

@@ -14,6 +14,7 @@
 #include "artifacts/atomic_file.h"
 #include "artifacts/stream_writer.h"
 #include "artifacts/synthetic.h"
+#include "core/strip_layout.h"
 #include "test_artifact_util.h"
 
 using namespace twinbit;
@@ -113,6 +114,65 @@ TEST_CASE("stream_writer_file_equals_writer_bytes_for_small_and_empty_artifacts"
   }
   CHECK(testart::read_file(dir.path + "/empty.tbc") == *empty_image);
   CHECK(testart::list_dir(dir.path) == std::vector<std::string>{"empty.tbc", "small.tbc"});
+}
+
+TEST_CASE("stream_writer_strip_by_strip_equals_whole_entries_and_checks_each_strip") {
+  const testart::TempDir dir;
+  Provenance prov;
+  const std::vector<uint8_t> image = small_image(&prov);
+  const Replay r = replay(image);
+  // The strips of a strip set lie one after the other in both payloads.
+  auto maker = [&](size_t entry, bool spoil) {
+    return [&r, entry, spoil](int64_t s0, int64_t count, uint8_t* codes, uint16_t* scales) {
+      const Entry& e = r.declared[entry];
+      const StripLayout layout{e.prec, e.n, e.k};
+      std::memcpy(codes, r.codes[entry].data() + s0 * layout.strip_code_bytes(),
+                  count * layout.strip_code_bytes());
+      std::memcpy(scales, r.scales[entry].data() + s0 * layout.strip_scales(),
+                  count * layout.strip_scales() * 2);
+      if (spoil && s0 + count == layout.strips()) codes[count * layout.strip_code_bytes() - 1] = 0x12;
+      return Status();
+    };
+  };
+  for (int64_t batch : {1, 2, 64}) {
+    const std::string path = dir.path + "/b" + std::to_string(batch) + ".tbc";
+    {
+      auto out = OutputFile::open(path);
+      REQUIRE(out.ok());
+      auto w = StreamWriter::begin(*out, prov, r.declared);
+      REQUIRE(w.ok());
+      REQUIRE((*w)->add_strips_streamed(r.declared[0].name, batch, maker(0, false)).ok());
+      REQUIRE((*w)->add_strips_streamed(r.declared[1].name, batch, maker(1, false)).ok());
+      REQUIRE((*w)->add_matrix(r.declared[2].name, r.data[2]).ok());
+      REQUIRE((*w)->finish().ok());
+    }
+    CHECK(testart::read_file(path) == image);
+  }
+  // Bad padding in the last strip of the 33-column q4 set (strip 1), or a maker's error: the
+  // writer is spent, nothing is left.
+  const std::string bad = dir.path + "/bad.tbc";
+  {
+    auto out = OutputFile::open(bad);
+    REQUIRE(out.ok());
+    auto w = StreamWriter::begin(*out, prov, r.declared);
+    REQUIRE(w.ok());
+    REQUIRE((*w)->add_strips_streamed(r.declared[0].name, 1, maker(0, false)).ok());
+    const Status s = (*w)->add_strips_streamed(r.declared[1].name, 1, maker(1, true));
+    CHECK(s.code() == TB_INVALID_ARGUMENT);
+    CHECK(s.message().find("(strip 1)") != std::string::npos);
+    CHECK((*w)->finish().code() == TB_FAILED_PRECONDITION);
+  }
+  {
+    auto out = OutputFile::open(bad);
+    REQUIRE(out.ok());
+    auto w = StreamWriter::begin(*out, prov, r.declared);
+    REQUIRE(w.ok());
+    const Status s = (*w)->add_strips_streamed(r.declared[0].name, 1,
+        [](int64_t, int64_t, uint8_t*, uint16_t*) { return Error(TB_DATA_LOSS, "source cut"); });
+    CHECK(s.code() == TB_DATA_LOSS);
+    CHECK((*w)->finish().code() == TB_FAILED_PRECONDITION);
+  }
+  CHECK(testart::list_dir(dir.path) == std::vector<std::string>{"b1.tbc", "b2.tbc", "b64.tbc"});
 }
 
 TEST_CASE("stream_writer_to_a_stream_spools_the_payloads_and_sends_the_same_bytes") {

@@ -78,52 +78,86 @@ Status check_job(const TensorFile& model, const ImportJob& job, const ImportOpti
   return Status();
 }
 
-// Decodes and quantises one tensor a strip at a time, measuring the error of each strip; strips
-// are summed in order afterwards so the figures do not depend on the thread count.
-Result<quant::PackedStrips> quantise(const SourceTensor& t, std::span<const uint8_t> bytes,
-                                     tb_prec prec, const RowDecoder& decode, ImportedTensor& rep) {
+// What one tensor's strips cost, per strip, summed in order at the end so that the figures do
+// not depend on the thread count.
+struct StripErrors {
+  std::vector<double> max_abs, err_sq, src_sq;
+  explicit StripErrors(int64_t strips) : max_abs(strips, 0), err_sq(strips, 0), src_sq(strips, 0) {}
+  void sum_into(ImportedTensor& rep) const {
+    double e2 = 0, s2 = 0;
+    for (size_t s = 0; s < max_abs.size(); ++s) {
+      rep.max_abs = std::max(rep.max_abs, max_abs[s]);
+      e2 += err_sq[s];
+      s2 += src_sq[s];
+    }
+    const double count = static_cast<double>(rep.n) * static_cast<double>(rep.k);
+    rep.rms = std::sqrt(e2 / count);
+    rep.source_rms = std::sqrt(s2 / count);
+  }
+};
+
+// Makes strips [s0, s0 + count) of tensor t ({N, K}) at `prec` into codes / scales (laid out as
+// in the payload: strip after strip), in parallel: re-tiled from the strip's 32 rows of blocks, or
+// decoded and quantised with the error of each value measured into `errors`.
+Status make_strips(const SourceTensor& t, std::span<const uint8_t> bytes, tb_prec prec,
+                   const RowDecoder& decode, int64_t s0, int64_t count, uint8_t* codes,
+                   uint16_t* scales, StripErrors& errors) {
   const int64_t n = t.dims[0], k = t.dims[1];
-  quant::PackedStrips dst = quant::make_strips(prec, n, k);
-  const StripLayout layout{prec, n, k};
-  const PrecisionTraits& traits = precision_traits(prec);
-  const int64_t strips = pad32(n) / 32;
-  std::vector<double> max_abs(strips, 0), err_sq(strips, 0), src_sq(strips, 0);
-  std::vector<Status> failed(strips);
-  tbb::parallel_for(tbb::blocked_range<int64_t>(0, strips), [&](const tbb::blocked_range<int64_t>& r) {
-    std::vector<float> rows(static_cast<size_t>(32 * k));
-    for (int64_t s = r.begin(); s < r.end(); ++s) {
-      const int64_t n0 = s * 32, count = std::min<int64_t>(32, n - n0);
-      if (Status st = decode(t, bytes, n0, count, rows.data()); !st.ok()) {
-        failed[s] = st;
-        continue;
-      }
-      quant::pack_rows(dst, n0, count, rows.data(), k);
-      for (int64_t c = 0; c < count; ++c) {
-        for (int64_t kk = 0; kk < k; ++kk) {
-          const float d = fp16_to_float(dst.scales[layout.scale_index(n0 + c, kk / 32)]);
-          const float got = traits.dequantize(layout.code(dst.codes.data(), n0 + c, kk), d);
-          const double src = rows[c * k + kk];
-          const double e = static_cast<double>(got) - src;
-          max_abs[s] = std::max(max_abs[s], std::fabs(e));
-          err_sq[s] += e * e;
-          src_sq[s] += src * src;
+  const StripLayout whole{prec, n, k};
+  const int64_t code_bytes = whole.strip_code_bytes(), strip_scales = whole.strip_scales();
+  const bool retile = retiles(t.type, prec);
+  const uint64_t row_bytes = t.bytes / static_cast<uint64_t>(n);
+  if (retile && bytes.size() != t.bytes) {
+    return Error(TB_INVALID_ARGUMENT, "tensor '%s': %zu bytes in the file, %llu expected",
+                 t.name.c_str(), bytes.size(), static_cast<unsigned long long>(t.bytes));
+  }
+  std::vector<Status> failed(static_cast<size_t>(count));
+  tbb::parallel_for(tbb::blocked_range<int64_t>(0, count), [&](const tbb::blocked_range<int64_t>& r) {
+    std::vector<float> rows;
+    for (int64_t i = r.begin(); i < r.end(); ++i) {
+      const int64_t s = s0 + i, n0 = s * 32, rows_here = std::min<int64_t>(32, n - n0);
+      quant::PackedStrips strip;
+      if (retile) {
+        auto packed = quant::retile_gguf(bytes.subspan(n0 * row_bytes, rows_here * row_bytes),
+                                         rows_here, k, prec);
+        if (!packed.ok()) {
+          failed[i] = Error(packed.status().code(), "tensor '%s': %s", t.name.c_str(),
+                            packed.status().message().c_str());
+          continue;
+        }
+        strip = std::move(packed).value();
+      } else {
+        rows.resize(static_cast<size_t>(32 * k));
+        if (Status st = decode(t, bytes, n0, rows_here, rows.data()); !st.ok()) {
+          failed[i] = st;
+          continue;
+        }
+        strip = quant::make_strips(prec, rows_here, k);
+        quant::pack_rows(strip, 0, rows_here, rows.data(), k);
+        const StripLayout layout{prec, rows_here, k};
+        const PrecisionTraits& traits = precision_traits(prec);
+        for (int64_t c = 0; c < rows_here; ++c) {
+          for (int64_t kk = 0; kk < k; ++kk) {
+            const float d = fp16_to_float(strip.scales[layout.scale_index(c, kk / 32)]);
+            const float got = traits.dequantize(layout.code(strip.codes.data(), c, kk), d);
+            const double src = rows[c * k + kk];
+            const double e = static_cast<double>(got) - src;
+            errors.max_abs[s] = std::max(errors.max_abs[s], std::fabs(e));
+            errors.err_sq[s] += e * e;
+            errors.src_sq[s] += src * src;
+          }
         }
       }
+      // A strip set of <= 32 columns is one strip of the whole tensor's layout, byte for byte.
+      std::memcpy(codes + i * code_bytes, strip.codes.data(), static_cast<size_t>(code_bytes));
+      std::memcpy(scales + i * strip_scales, strip.scales.data(),
+                  static_cast<size_t>(strip_scales) * sizeof(uint16_t));
     }
   });
   for (const Status& st : failed) {
     if (!st.ok()) return st;
   }
-  double e2 = 0, s2 = 0;
-  for (int64_t s = 0; s < strips; ++s) {
-    rep.max_abs = std::max(rep.max_abs, max_abs[s]);
-    e2 += err_sq[s];
-    s2 += src_sq[s];
-  }
-  const double count = static_cast<double>(n) * static_cast<double>(k);
-  rep.rms = std::sqrt(e2 / count);
-  rep.source_rms = std::sqrt(s2 / count);
-  return dst;
+  return Status();
 }
 
 }  // namespace
@@ -161,6 +195,10 @@ Result<ImportSummary> import_model(const TensorFile& model, const std::vector<Im
   if (o.prec != TB_PREC_Q8 && o.prec != TB_PREC_Q4) {
     return Error(TB_INVALID_ARGUMENT, "precision %d is unknown (expected q8 or q4)",
                  static_cast<int>(o.prec));
+  }
+  if (jobs.empty()) {
+    return Error(TB_INVALID_ARGUMENT, "nothing to import from %s: none of its %zu tensors maps to "
+                 "a projection entry", o.source_path.c_str(), model.tensors().size());
   }
   const RowDecoder decode = o.decode ? o.decode : RowDecoder(decode_f32_rows);
   const std::vector<SourceTensor>& all = model.tensors();
@@ -200,46 +238,59 @@ Result<ImportSummary> import_model(const TensorFile& model, const std::vector<Im
     progress.entry = j;
     progress.name = name;
     if (o.progress) o.progress(progress);
-    std::vector<quant::PackedStrips> parts;
-    for (size_t i : job.tensors) {
-      const SourceTensor& t = all[i];
-      const std::span<const uint8_t> bytes = model.bytes(t);
+    auto report = [&](const SourceTensor& t) {
       ImportedTensor rep;
       rep.entry = name;
       rep.tensor = t.name;
       rep.type = t.type_name;
+      rep.how = retiles(t.type, o.prec) ? ImportedTensor::How::retiled
+                : is_float(t.type)      ? ImportedTensor::How::quantised
+                                        : ImportedTensor::How::converted;
       rep.n = t.dims[0];
       rep.k = t.dims[1];
       rep.bytes_in = t.bytes;
-      if (retiles(t.type, o.prec)) {
-        auto packed = quant::retile_gguf(bytes, rep.n, rep.k, o.prec);
-        if (!packed.ok()) {
-          return Error(packed.status().code(), "tensor '%s': %s", t.name.c_str(),
-                       packed.status().message().c_str());
-        }
-        parts.push_back(std::move(packed).value());
-      } else {
-        rep.how = is_float(t.type) ? ImportedTensor::How::quantised : ImportedTensor::How::converted;
-        auto packed = quantise(t, bytes, o.prec, decode, rep);
-        if (!packed.ok()) return packed.status();
-        parts.push_back(std::move(packed).value());
-      }
-      model.release(t);  // its pages may go: the memory bound holds for models of any size
+      return rep;
+    };
+    if (job.tensors.size() == 1) {
+      // Streamed a batch of strips at a time: an lm_head is never whole in memory.
+      const SourceTensor& t = all[job.tensors[0]];
+      const std::span<const uint8_t> bytes = model.bytes(t);
+      ImportedTensor rep = report(t);
+      StripErrors errors(pad32(rep.n) / 32);
+      TB_RETURN_IF_ERROR((*writer)->add_strips_streamed(
+          name, o.strips_per_batch,
+          [&](int64_t s0, int64_t count, uint8_t* codes, uint16_t* scales) {
+            const Status st = make_strips(t, bytes, o.prec, decode, s0, count, codes, scales, errors);
+            model.release(t);  // its pages may go: the memory bound holds for models of any size
+            return st;
+          }));
+      errors.sum_into(rep);
+      summary.tensors.push_back(std::move(rep));
+      progress.bytes_done += t.bytes;
+      continue;
+    }
+    // Fused: each part whole (a layer's projections), then stacked.
+    std::vector<quant::PackedStrips> parts;
+    for (size_t i : job.tensors) {
+      const SourceTensor& t = all[i];
+      ImportedTensor rep = report(t);
+      quant::PackedStrips part = quant::make_strips(o.prec, rep.n, rep.k);
+      const StripLayout layout{o.prec, rep.n, rep.k};
+      StripErrors errors(layout.strips());
+      TB_RETURN_IF_ERROR(make_strips(t, model.bytes(t), o.prec, decode, 0, layout.strips(),
+                                     part.codes.data(), part.scales.data(), errors));
+      model.release(t);
+      errors.sum_into(rep);
+      parts.push_back(std::move(part));
       summary.tensors.push_back(std::move(rep));
       progress.bytes_done += t.bytes;
     }
-    quant::PackedStrips whole;
-    if (parts.size() == 1) {
-      whole = std::move(parts[0]);
-    } else {
-      std::vector<const quant::PackedStrips*> ptrs;
-      for (const quant::PackedStrips& p : parts) ptrs.push_back(&p);
-      auto cat = quant::concat_strips(ptrs);
-      if (!cat.ok()) return cat.status();
-      whole = std::move(cat).value();
-    }
+    std::vector<const quant::PackedStrips*> ptrs;
+    for (const quant::PackedStrips& p : parts) ptrs.push_back(&p);
+    auto cat = quant::concat_strips(ptrs);
+    if (!cat.ok()) return cat.status();
     parts.clear();
-    TB_RETURN_IF_ERROR((*writer)->add_strips(name, whole.codes, whole.scales));
+    TB_RETURN_IF_ERROR((*writer)->add_strips(name, cat->codes, cat->scales));
   }
   TB_RETURN_IF_ERROR((*writer)->finish());
   progress.entry = jobs.size();

@@ -17,10 +17,12 @@
 // (quant::concat_strips) and names them as fused ranges. Entries are "<entry>.<prec>"
 // ("blk.0.attn_qkv.q8"); the provenance's source_file is the model path.
 //
-// Memory: the streaming writer keeps only the manifest; one entry's strip sets (its parts and, when
-// fused, the stacked copy) are in memory at a time, plus one 32-row float buffer per worker; each
-// source tensor is released (TensorFile::release) once packed, so the mapped model's pages do not
-// accumulate either.
+// Memory: the streaming writer keeps only the manifest. An unfused entry is made and written a
+// batch of strips at a time (StreamWriter::add_strips_streamed: the batch's codes and the entry's
+// scales are held, not the whole strip set - an lm_head is hundreds of MB); a fused entry holds its
+// parts and the stacked copy (one layer's projections). Workers hold a 32-row float buffer each.
+// The source tensor is released (TensorFile::release) after each batch, so the mapped model's
+// pages do not accumulate either.
 // Strips are packed in parallel (oneTBB); the bytes do not depend on the thread count.
 #pragma once
 
@@ -73,6 +75,7 @@ struct ImportOptions {
   RowDecoder decode;               // empty: decode_f32_rows
   std::string source_path;         // provenance source_file
   std::function<void(const ImportProgress&)> progress;  // called before each entry and at the end
+  int64_t strips_per_batch = 64;   // an unfused entry is made and written this many strips at a time
 };
 
 // What one source tensor became.
@@ -103,7 +106,7 @@ const char* how_name(ImportedTensor::How how);  // "retiled", "quantised", "conv
 
 // Makes every job's entry and writes the artifact into `out` (committed on success; on failure
 // nothing appears at its target). Errors name the entry and tensor: INVALID_ARGUMENT for a job
-// that cannot be made (index out of range, not 2-D, parts of different K, a type that cannot be
+// that cannot be made (no jobs at all, index out of range, not 2-D, parts of different K, a type that cannot be
 // imported, too few part names), FAILED_PRECONDITION for what `strict` refuses, the decoder's and
 // the output's errors as they are.
 Result<ImportSummary> import_model(const TensorFile& model, const std::vector<ImportJob>& jobs,
