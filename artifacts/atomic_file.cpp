@@ -264,6 +264,32 @@ Status OutputFile::write(const void* data, uint64_t bytes) {
   return Status();
 }
 
+Status OutputFile::write_at(uint64_t offset, const void* data, uint64_t bytes) {
+  if (fd_ < 0) return Error(TB_FAILED_PRECONDITION, "%s: the output was already committed or discarded", path_.c_str());
+  if (kind_ == Kind::stream) {
+    return Error(TB_FAILED_PRECONDITION, "%s is a stream: bytes already sent cannot be rewritten",
+                 path_.c_str());
+  }
+  if (offset > written_ || bytes > written_ - offset) {
+    return Error(TB_FAILED_PRECONDITION, "%s: rewriting bytes [%llu, +%llu) beyond the %llu written",
+                 path_.c_str(), (unsigned long long)offset, (unsigned long long)bytes,
+                 (unsigned long long)written_);
+  }
+  const auto* p = static_cast<const uint8_t*>(data);
+  while (bytes > 0) {
+    const ssize_t w = ::pwrite(fd_, p, bytes > (uint64_t{1} << 30) ? (size_t{1} << 30) : bytes,
+                               static_cast<off_t>(offset));
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return fail("writing", errno);
+    }
+    p += w;
+    offset += static_cast<uint64_t>(w);
+    bytes -= static_cast<uint64_t>(w);
+  }
+  return Status();
+}
+
 Status OutputFile::link_and_rename() {
   // linkat cannot replace a file: the unnamed temporary gets a temporary name, renamed after.
   for (int attempt = 0; tmp_name_.empty(); ++attempt) {

@@ -68,6 +68,10 @@ class OutputFile {
 
   // Appends bytes. After a failure the object is spent (the temporary discarded).
   Status write(const void* data, uint64_t bytes);
+  // Overwrites bytes already written, [offset, offset + bytes) within bytes_written(), for a
+  // writer that fills in a header once what follows it is known. Files being replaced only (a
+  // stream cannot go back: FAILED_PRECONDITION). After a failure the object is spent.
+  Status write_at(uint64_t offset, const void* data, uint64_t bytes);
   // Makes the output final (see the table) and closes it. After it, the object is spent.
   Status commit();
 

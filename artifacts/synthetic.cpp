@@ -14,6 +14,7 @@
 
 #include "artifacts/artifact.h"
 #include "artifacts/quantize.h"
+#include "artifacts/stream_writer.h"
 #include "core/numerics.h"
 #include "core/op_checks.h"
 
@@ -172,54 +173,6 @@ Status write_model(artifact::OutputFile& out, const Options& options) {
   std::string precs;
   for (tb_prec p : options.precisions) precs += std::string(precs.empty() ? "" : ", ") + prec_name(p);
 
-  artifact::Writer writer;
-  std::map<std::string, std::vector<quant::PackedStrips>> parts;  // kept for the fused entries
-  for (const Projection& proj : projections(options.shape, options.include_lm_head)) {
-    const std::string name = proj.name;
-    const std::vector<std::string> fused = fused_parts(name);
-    std::vector<quant::PackedStrips> packed;
-    std::vector<artifact::FusedRange> ranges;
-    if (fused.empty()) {
-      say(Format("packing %s (%lld x %lld) as %s", proj.name, (ll)proj.n, (ll)proj.k,
-                 precs.c_str()));
-      packed = pack_generated(name, proj.n, proj.k, options.seed, options.precisions);
-    } else {
-      say(Format("fusing %s (%lld x %lld) from its parts", proj.name, (ll)proj.n, (ll)proj.k));
-      int64_t at = 0;
-      for (const std::string& part : fused) {
-        const int64_t pn = parts.at(part)[0].n;
-        ranges.push_back({part, at, at + pn});
-        at += pn;
-      }
-      for (size_t i = 0; i < options.precisions.size(); ++i) {
-        std::vector<const quant::PackedStrips*> ptrs;
-        for (const std::string& part : fused) ptrs.push_back(&parts.at(part)[i]);
-        auto cat = quant::concat_strips(ptrs);
-        if (!cat.ok()) return cat.status();
-        packed.push_back(std::move(cat).value());
-      }
-    }
-    const std::vector<std::string> sources =
-        fused.empty() ? std::vector<std::string>{"synthetic." + name} : fused;
-    bool keep = false;
-    for (const char* f : {"attn_qkv", "ffn_gate_up"}) {
-      for (const std::string& part : fused_parts(f)) keep = keep || part == name;
-    }
-    for (size_t i = 0; i < packed.size(); ++i) {
-      quant::PackedStrips& ps = packed[i];
-      const std::string entry = name + "." + prec_name(ps.prec);
-      if (keep) {
-        TB_RETURN_IF_ERROR(writer.add_strips(entry, ps.prec, ps.n, ps.k, ps.codes, ps.scales,
-                                             ranges, sources));
-      } else {
-        TB_RETURN_IF_ERROR(writer.adopt_strips(entry, ps.prec, ps.n, ps.k, std::move(ps.codes),
-                                               std::move(ps.scales), ranges, sources));
-      }
-    }
-    if (keep) parts[name] = std::move(packed);
-  }
-  parts.clear();
-
   const ModelShape& s = options.shape;
   struct Mat {
     const char* name;
@@ -236,6 +189,73 @@ Status write_model(artifact::OutputFile& out, const Options& options) {
       {"gdn.g", 1, s.gdn_value_heads, kInputScale},
       {"gdn.beta", 1, s.gdn_value_heads, kInputScale},
   };
+
+  // Every entry is declared first (the streaming writer lays the file out from them), then
+  // written as it is generated: one projection's strip sets are in memory at a time, plus the
+  // parts of the fused entries until those are built.
+  const std::vector<Projection> projs = projections(options.shape, options.include_lm_head);
+  std::map<std::string, int64_t> outputs;  // projection -> N
+  for (const Projection& proj : projs) outputs[proj.name] = proj.n;
+  std::vector<artifact::Entry> declared;
+  for (const Projection& proj : projs) {
+    const std::string name = proj.name;
+    const std::vector<std::string> fused = fused_parts(name);
+    std::vector<artifact::FusedRange> ranges;
+    int64_t at = 0;
+    for (const std::string& part : fused) {
+      ranges.push_back({part, at, at + outputs.at(part)});
+      at += outputs.at(part);
+    }
+    const std::vector<std::string> sources =
+        fused.empty() ? std::vector<std::string>{"synthetic." + name} : fused;
+    for (tb_prec p : options.precisions) {
+      declared.push_back(artifact::declare_strips(name + "." + prec_name(p), p, proj.n, proj.k,
+                                                  ranges, sources));
+    }
+  }
+  for (const Mat& m : mats) {
+    declared.push_back(artifact::declare_matrix(m.name, m.rows, m.cols,
+                                                {std::string("synthetic.") + m.name}));
+  }
+  artifact::Provenance prov;
+  prov.source_file = Format("synthetic:seed=%llu", static_cast<unsigned long long>(options.seed));
+  prov.packer = "twinbit " TWINBIT_VERSION;
+  auto writer = artifact::StreamWriter::begin(out, prov, std::move(declared));
+  if (!writer.ok()) return writer.status();
+  artifact::StreamWriter& w = *writer.value();
+
+  std::map<std::string, std::vector<quant::PackedStrips>> parts;  // kept for the fused entries
+  for (size_t pi = 0; pi < projs.size(); ++pi) {
+    const Projection& proj = projs[pi];
+    const std::string name = proj.name;
+    const std::vector<std::string> fused = fused_parts(name);
+    std::vector<quant::PackedStrips> packed;
+    if (fused.empty()) {
+      say(Format("packing %s (%lld x %lld) as %s", proj.name, (ll)proj.n, (ll)proj.k,
+                 precs.c_str()));
+      packed = pack_generated(name, proj.n, proj.k, options.seed, options.precisions);
+    } else {
+      say(Format("fusing %s (%lld x %lld) from its parts", proj.name, (ll)proj.n, (ll)proj.k));
+      for (size_t i = 0; i < options.precisions.size(); ++i) {
+        std::vector<const quant::PackedStrips*> ptrs;
+        for (const std::string& part : fused) ptrs.push_back(&parts.at(part)[i]);
+        auto cat = quant::concat_strips(ptrs);
+        if (!cat.ok()) return cat.status();
+        packed.push_back(std::move(cat).value());
+      }
+      for (const std::string& part : fused) parts.erase(part);
+    }
+    bool keep = false;
+    for (const char* f : {"attn_qkv", "ffn_gate_up"}) {
+      for (const std::string& part : fused_parts(f)) keep = keep || part == name;
+    }
+    for (const quant::PackedStrips& ps : packed) {
+      TB_RETURN_IF_ERROR(w.add_strips(name + "." + prec_name(ps.prec), ps.codes, ps.scales));
+    }
+    if (keep) parts[name] = std::move(packed);
+  }
+  parts.clear();
+
   say("generating the f32 matrices (ssm_*, gdn.*)");
   for (const Mat& m : mats) {
     std::vector<float> data(static_cast<size_t>(m.rows * m.cols));
@@ -243,15 +263,10 @@ Status write_model(artifact::OutputFile& out, const Options& options) {
     for (int64_t r = 0; r < m.rows; ++r) {
       fill_uniform(data.data() + r * m.cols, m.cols, row_seed(base, r), m.scale);
     }
-    TB_RETURN_IF_ERROR(writer.add_matrix(m.name, m.rows, m.cols, data,
-                                         {std::string("synthetic.") + m.name}));
+    TB_RETURN_IF_ERROR(w.add_matrix(m.name, data));
   }
-
-  say("writing " + out.path());
-  artifact::Provenance prov;
-  prov.source_file = Format("synthetic:seed=%llu", static_cast<unsigned long long>(options.seed));
-  prov.packer = "twinbit " TWINBIT_VERSION;
-  return writer.write(out, prov);
+  say("writing the manifest of " + out.path());
+  return w.finish();
 }
 
 }  // namespace twinbit::synthetic

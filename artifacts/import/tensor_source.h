@@ -57,6 +57,10 @@ class TensorFile {
   virtual const std::vector<SourceTensor>& tensors() const = 0;
   // The tensor's bytes in its mapping; valid while this object lives.
   virtual std::span<const uint8_t> bytes(const SourceTensor& t) const = 0;
+  // The caller is done with t's bytes for now. A reader over a file mapping may let their pages
+  // go (they are read from the file again if asked for), so that a pass over a model larger than
+  // memory keeps a bounded resident set; what bytes() returns is unchanged. Default: nothing.
+  virtual void release(const SourceTensor& t) const { (void)t; }
   // Key-value metadata worth showing or mapping names with (GGUF's general.architecture,
   // block_count; safetensors' __metadata__), as text.
   virtual std::vector<std::pair<std::string, std::string>> metadata() const = 0;
