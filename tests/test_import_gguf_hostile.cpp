@@ -180,7 +180,8 @@ TEST_CASE("gguf_hostile_dims_n_dims_overflow_types") {
 
 TEST_CASE("gguf_hostile_tensor_offsets_past_the_end_overlapping_and_duplicate_names") {
   expect_error(one_tensor({32, 2}, kF32, 0, 255), TB_DATA_LOSS,
-               "tensor 0 'blk.0.attn_q.weight': offset 0 + 256 bytes runs past the end");
+               "tensor 0 'blk.0.attn_q.weight': offset 0 + 256 bytes runs past the end of the data "
+               "section (255 bytes from file offset 96; file 351 bytes)");
   expect_error(one_tensor({32}, kF32, uint64_t{1} << 63), TB_DATA_LOSS, "runs past the end");
   expect_error(one_tensor({32}, kF32, ~uint64_t{31}), TB_DATA_LOSS, "runs past the end");
   GgufBytes overlap;

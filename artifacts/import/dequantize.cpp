@@ -237,6 +237,11 @@ Status to_float_rows(const SourceTensor& t, std::span<const uint8_t> bytes, int6
                  t.name.c_str(), (ll)row0, (ll)(row0 + rows), (ll)total);
   }
   const uint8_t* src = bytes.data() + row0 * row_bytes;
+  if (rows == 0) return Status();
+  if (t.type == SourceType::f32) {  // little-endian float32 is already the output
+    std::memcpy(out, src, static_cast<size_t>(rows * row_bytes));
+    return Status();
+  }
   for (int64_t r = 0; r < rows; ++r) {
     for (int64_t blk = 0; blk < row_blocks; ++blk) {
       decode(src + blk * tr.block_bytes, out + blk * tr.block_elems);
