@@ -64,7 +64,7 @@ class GgufCursor {
   bool wants_more_ = false;
 };
 
-// Parses and validates the whole header (gguf_file.h lists the checks).
+// Parses and validates the whole header (defined in gguf_file.cpp; gguf_file.h lists the checks).
 Status parse_gguf_header(GgufCursor& cursor, ParsedGguf* out);
 
 }  // namespace twinbit::import

@@ -5,7 +5,7 @@
 // A reader validates the whole file's structure when it opens it (every count, string, dim,
 // offset and size checked against the file; nothing allocated from an unchecked count) and then
 // hands out tensors as byte ranges of a read-only mapping. Reading a tensor's bytes never
-// allocates; converting them (tensor_rows.h) works a bounded number of rows at a time.
+// allocates; converting them (dequantize.h) works a bounded number of rows at a time.
 #pragma once
 
 #include <cstdint>
