@@ -148,6 +148,26 @@ TEST_CASE("gguf_hostile_value_types_nesting_bools_keys") {
   expect_error(empty, TB_DATA_LOSS, "KV 0 key is empty");
 }
 
+TEST_CASE("gguf_hostile_keys_and_names_must_be_printable_text_string_values_are_escaped") {
+  GgufBytes key;
+  key.header(0, 1).kv_u32("general.\x1b[31mname", 1);
+  expect_error(key, TB_DATA_LOSS, "KV 0 key is not valid text: ");
+  CHECK(parse(key.b).message().find('\x1b') == std::string::npos);
+  GgufBytes name;
+  name.header(1, 0).tensor("blk.0\n", {32}, kF32, 0).pad_and_data(32, 128);
+  expect_error(name, TB_DATA_LOSS, "tensor 0 name is not valid text: ");
+  GgufBytes bad_utf8;
+  bad_utf8.header(1, 0).tensor("w\xc0\xaf", {32}, kF32, 0).pad_and_data(32, 128);
+  expect_error(bad_utf8, TB_DATA_LOSS, "tensor 0 name is not valid text: ");
+  GgufBytes value;
+  value.header(0, 2).str("a").u32(8).str("line 1\n\x1b[2J\\").str("b").u32(8).str("caf\xc3\xa9");
+  auto f = parse_gguf(value.b, "value.gguf");
+  REQUIRE(f.ok());
+  const auto kv = f.value()->metadata();
+  CHECK(kv[0].second == "line 1\\x0a\\x1b[2J\\x5c");
+  CHECK(kv[1].second == "caf\xc3\xa9");  // valid text stays as it is
+}
+
 TEST_CASE("gguf_hostile_alignment") {
   for (uint32_t a : {0u, 3u, 48u}) {
     expect_error(valid(a), TB_DATA_LOSS, "'general.alignment' is " + std::to_string(a) +

@@ -19,6 +19,7 @@
 #include "artifacts/import/gguf_cursor.h"
 #include "artifacts/import/gguf_types.h"
 #include "artifacts/read_guard.h"
+#include "artifacts/text_rule.h"
 
 namespace twinbit::import {
 
@@ -53,6 +54,32 @@ class GgufFile final : public TensorFile {
   std::shared_ptr<const artifact::FileImage> image_;
   ParsedGguf parsed_;
 };
+
+// Keys and tensor names end up in messages, summaries and the artifact's source names: they must
+// be printable as they are (the artifact format's text rule, text_rule.h).
+Status check_name_text(const GgufCursor& c, const char* field, const std::string& text) {
+  if (const artifact::TextProblem p = artifact::check_text(text, UINT32_MAX)) {
+    return c.invalid(Format("%s is not valid text: %s at byte %llu (expected UTF-8 without "
+                            "control characters)", field, p.what, (ull)p.offset).c_str());
+  }
+  return Status();
+}
+
+// String values may hold anything (a chat template's newlines, a hostile file's terminal escape
+// sequences); when one breaks the text rule, its bytes outside printable ASCII are shown as \xNN.
+std::string printable(std::string s) {
+  if (!artifact::check_text(s, UINT32_MAX)) return s;
+  std::string out;
+  for (const char ch : s) {
+    const auto b = static_cast<unsigned char>(ch);
+    if (b >= 0x20 && b < 0x7f && b != '\\') {
+      out += ch;
+    } else {
+      out += Format("\\x%02x", b);
+    }
+  }
+  return out;
+}
 
 Status read_header_fields(GgufCursor& c, uint64_t* tensor_count, uint64_t* kv_count) {
   const uint64_t size = c.file_bytes();
@@ -95,12 +122,14 @@ Status read_kvs(GgufCursor& c, uint64_t kv_count, ParsedGguf* out, uint64_t* ali
     std::string key;
     TB_RETURN_IF_ERROR(c.str(&key, kMaxKeyBytes, "key"));
     if (key.empty()) return c.invalid("key is empty");
+    TB_RETURN_IF_ERROR(check_name_text(c, "key", key));
     c.set_context(Format("KV %llu '%s'", (ull)i, key.c_str()));
     if (!keys.insert(key).second) return c.invalid("key appears twice");
     uint32_t type = 0;
     TB_RETURN_IF_ERROR(c.u32(&type, "value type"));
     std::string text;
     TB_RETURN_IF_ERROR(c.value(type, 0, &text));
+    if (type == kGgufString) text = printable(std::move(text));
     if (key == "general.alignment") {
       if (type != kGgufU32) {
         return c.invalid(Format("has value type %u (expected 4, u32)", type).c_str());
@@ -122,6 +151,7 @@ Status read_tensor_info(GgufCursor& c, uint64_t index, uint64_t alignment,
   c.set_context(Format("tensor %llu", (ull)index));
   TB_RETURN_IF_ERROR(c.str(&t->name, kGgufMaxNameBytes, "name"));
   if (t->name.empty()) return c.invalid("name is empty");
+  TB_RETURN_IF_ERROR(check_name_text(c, "name", t->name));
   c.set_context(Format("tensor %llu '%s'", (ull)index, t->name.c_str()));
   if (!names.insert(t->name).second) return c.invalid("name appears twice");
   uint32_t n_dims = 0;

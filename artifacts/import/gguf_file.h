@@ -16,7 +16,7 @@
 // - magic, version; tensor_count and kv_count against the bytes that could hold that many
 //   entries (a count that cannot fit in the file is refused before any vector is sized by it);
 // - every string length against the bytes left; keys non-empty and unique; tensor names 1 ..
-//   kGgufMaxNameBytes bytes and unique;
+//   kGgufMaxNameBytes bytes and unique; keys and names valid text (artifacts/text_rule.h);
 // - every value type and array element type (arrays nest at most kGgufMaxArrayDepth deep, and an
 //   array's count times its element's smallest encoding must fit in the bytes left); bools 0 or 1;
 // - general.alignment: a u32, a nonzero power of two;
@@ -29,8 +29,8 @@
 //
 // WHAT IT GIVES: tensors in file order, dims reversed to outermost first (tensor_source.h),
 // `offset` the absolute file offset; metadata() the KVs in file order, scalars as text (numbers
-// in decimal, floats with enough digits to round-trip, strings as they are), arrays summarised as
-// "[N x TYPE]".
+// in decimal, floats with enough digits to round-trip, strings as they are when they are valid
+// text, else with the bytes outside printable ASCII as \xNN), arrays summarised as "[N x TYPE]".
 //
 // MEMORY AND LIFETIME. The file is mapped read-only; the header is copied out of the mapping
 // under the SIGBUS guard (artifacts/read_guard.h), so a file truncated while it is parsed gives
