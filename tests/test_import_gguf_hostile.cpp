@@ -90,6 +90,9 @@ TEST_CASE("gguf_hostile_magic_and_version") {
     h.header(0, 0, v);
     expect_error(h, TB_INVALID_ARGUMENT, "GGUF version " + std::to_string(v));
   }
+  GgufBytes big_endian;
+  big_endian.header(0, 0, 0x03000000);
+  expect_error(big_endian, TB_INVALID_ARGUMENT, "a big-endian GGUF file (version 3 byte-swapped)");
   GgufBytes v2;
   v2.header(0, 0, 2);
   CHECK(parse(v2.b).ok());

@@ -95,6 +95,10 @@ Status read_header_fields(GgufCursor& c, uint64_t* tensor_count, uint64_t* kv_co
   c.skip(4);
   uint32_t version = 0;
   TB_RETURN_IF_ERROR(c.u32(&version, "version"));
+  if (version == 0x02000000 || version == 0x03000000) {
+    return Error(TB_INVALID_ARGUMENT, "%s: a big-endian GGUF file (version %u byte-swapped); only "
+                 "little-endian GGUF is supported", c.what().c_str(), version >> 24);
+  }
   if (version != 2 && version != 3) {
     return Error(TB_INVALID_ARGUMENT, "%s: GGUF version %u is not supported (expected 2 or 3)",
                  c.what().c_str(), version);
