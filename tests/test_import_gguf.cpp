@@ -211,3 +211,18 @@ TEST_CASE("gguf_float_tensors_quantised_by_twinbit_equal_the_gguf_package_quanti
   CHECK(tensors == 5);
   CHECK(at == ref.size());
 }
+
+TEST_CASE("gguf_release_drops_pages_but_the_bytes_read_back_unchanged") {
+  const auto f = open_fixture("tiny_llama.gguf");
+  for (const SourceTensor& t : f->tensors()) {
+    const auto before = f->bytes(t);
+    const std::vector<uint8_t> copy(before.begin(), before.end());
+    f->release(t);
+    const auto after = f->bytes(t);
+    CHECK(after.data() == before.data());
+    REQUIRE(after.size() == copy.size());
+    CHECK(std::memcmp(after.data(), copy.data(), copy.size()) == 0);
+  }
+  const std::vector<float> again = dequantised(*f, f->tensors()[9]);  // Q4_K, after its release
+  CHECK(again.size() == 32 * 256);
+}

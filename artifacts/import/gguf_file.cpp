@@ -37,8 +37,10 @@ constexpr uint64_t kMinTensorInfoBytes = 8 + 1 + 4 + 8 + 4 + 8;
 
 class GgufFile final : public TensorFile {
  public:
-  GgufFile(std::string what, std::shared_ptr<const artifact::FileImage> image, ParsedGguf parsed)
-      : files_{std::move(what)}, image_(std::move(image)), parsed_(std::move(parsed)) {}
+  GgufFile(std::string what, std::shared_ptr<const artifact::FileImage> image, ParsedGguf parsed,
+           bool mapped)
+      : files_{std::move(what)}, image_(std::move(image)), parsed_(std::move(parsed)),
+        mapped_(mapped) {}
   const std::vector<std::string>& files() const override { return files_; }
   const std::vector<SourceTensor>& tensors() const override { return parsed_.tensors; }
   std::span<const uint8_t> bytes(const SourceTensor& t) const override {
@@ -48,11 +50,24 @@ class GgufFile final : public TensorFile {
   std::vector<std::pair<std::string, std::string>> metadata() const override {
     return parsed_.metadata;
   }
+  // Drops the mapping's pages that lie wholly inside t's bytes (a neighbour's bytes on a shared
+  // page stay). The mapping is read-only and private, so a later read faults them back in from
+  // the file, unchanged.
+  void release(const SourceTensor& t) const override {
+    const auto span = bytes(t);
+    if (!mapped_ || span.empty()) return;
+    const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+    const auto begin = reinterpret_cast<uintptr_t>(span.data());
+    const uintptr_t first = (begin + page - 1) / page * page;
+    const uintptr_t last = (begin + span.size()) / page * page;
+    if (first < last) ::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
+  }
 
  private:
   std::vector<std::string> files_;
   std::shared_ptr<const artifact::FileImage> image_;
   ParsedGguf parsed_;
+  bool mapped_;  // a file mapping (open_gguf), not borrowed bytes (parse_gguf)
 };
 
 // Keys and tensor names end up in messages, summaries and the artifact's source names: they must
@@ -301,7 +316,7 @@ Result<std::unique_ptr<TensorFile>> parse_gguf(std::span<const uint8_t> bytes,
   auto parsed = parse_image(*image, /*guarded=*/false, what);
   if (!parsed.ok()) return parsed.status();
   return std::unique_ptr<TensorFile>(
-      std::make_unique<GgufFile>(what, std::move(image), std::move(parsed).value()));
+      std::make_unique<GgufFile>(what, std::move(image), std::move(parsed).value(), false));
 }
 
 Result<std::unique_ptr<TensorFile>> open_gguf(const std::string& path) {
@@ -332,7 +347,7 @@ Result<std::unique_ptr<TensorFile>> open_gguf(const std::string& path) {
   auto parsed = parse_image(*image, /*guarded=*/true, path);
   if (!parsed.ok()) return parsed.status();
   return std::unique_ptr<TensorFile>(
-      std::make_unique<GgufFile>(path, std::move(image), std::move(parsed).value()));
+      std::make_unique<GgufFile>(path, std::move(image), std::move(parsed).value(), true));
 }
 
 }  // namespace twinbit::import

@@ -36,7 +36,9 @@
 // under the SIGBUS guard (artifacts/read_guard.h), so a file truncated while it is parsed gives
 // DATA_LOSS. bytes() hands out spans of the mapping, valid while the TensorFile lives; reading
 // them is not guarded (a file truncated after open can still fault - do not rewrite model files
-// in place while importing them).
+// in place while importing them). release(t) drops the mapping's pages lying wholly inside t's
+// bytes (madvise MADV_DONTNEED; they are read from the file again if asked for), so a pass over a
+// model larger than memory keeps a bounded resident set; parse_gguf's borrowed bytes are left be.
 //
 // THREAD SAFETY. An opened TensorFile is immutable: any number of threads may call its methods.
 #pragma once
