@@ -50,13 +50,6 @@ uint64_t row_seed(uint64_t base, int64_t row) {
   return mix64(base + kGolden * static_cast<uint64_t>(row + 1));
 }
 
-// Which unfused projections a fused one concatenates, in column order.
-std::vector<std::string> fused_parts(const std::string& name) {
-  if (name == "attn_qkv") return {"attn_q", "attn_k", "attn_v"};
-  if (name == "ffn_gate_up") return {"ffn_gate", "ffn_up"};
-  return {};
-}
-
 Status check_options(const Options& o) {
   const ModelShape& s = o.shape;
   const std::pair<const char*, int64_t> dims[] = {
@@ -80,6 +73,10 @@ Status check_options(const Options& o) {
     return Error(TB_INVALID_ARGUMENT, "gdn_value_heads = %lld is not a multiple of gdn_key_heads "
                  "= %lld", (ll)s.gdn_value_heads, (ll)s.gdn_key_heads);
   }
+  if (o.layers < 0 || o.layers > kMaxLayers) {
+    return Error(TB_INVALID_ARGUMENT, "layers = %d is out of range (expected 0 for the single-layer "
+                 "model, or 1 .. %d)", o.layers, kMaxLayers);
+  }
   if (o.precisions.empty()) return Error(TB_INVALID_ARGUMENT, "no precision requested");
   for (size_t i = 0; i < o.precisions.size(); ++i) {
     const tb_prec p = o.precisions[i];
@@ -94,20 +91,31 @@ Status check_options(const Options& o) {
   return Status();
 }
 
-// Generates projection `name` (n x k floats, row by row) and quantises it to every precision.
-std::vector<quant::PackedStrips> pack_generated(const std::string& name, int64_t n, int64_t k,
-                                                uint64_t seed,
-                                                const std::vector<tb_prec>& precisions) {
+// Rows [begin, end) of an entry come from the stream of one name (its base), its row r - begin.
+struct RowSource {
+  uint64_t base;  // stream_seed(seed, name)
+  int64_t begin, end;
+};
+
+// Generates an entry of n x k floats, row by row from `sources` (which cover [0, n) in order), and
+// quantises it to every precision. Quantisation is per row, so a fused entry's rows are those
+// its parts would have on their own.
+std::vector<quant::PackedStrips> pack_rows_of(const std::vector<RowSource>& sources, int64_t n,
+                                              int64_t k, const std::vector<tb_prec>& precisions) {
   std::vector<quant::PackedStrips> out;
   for (tb_prec p : precisions) out.push_back(quant::make_strips(p, n, k));
-  const uint64_t base = stream_seed(seed, name);
   const int64_t nstrips = pad32(n) / 32;
   tbb::parallel_for(tbb::blocked_range<int64_t>(0, nstrips), [&](const tbb::blocked_range<int64_t>& r) {
     std::vector<float> rows(static_cast<size_t>(32 * k));
     for (int64_t s = r.begin(); s < r.end(); ++s) {
       const int64_t n0 = s * 32, count = std::min<int64_t>(32, n - n0);
       for (int64_t i = 0; i < count; ++i) {
-        fill_uniform(rows.data() + i * k, k, row_seed(base, n0 + i), kWeightScale);
+        const int64_t row = n0 + i;
+        const RowSource* src = &sources.front();
+        for (const RowSource& c : sources) {
+          if (row >= c.begin && row < c.end) src = &c;
+        }
+        fill_uniform(rows.data() + i * k, k, row_seed(src->base, row - src->begin), kWeightScale);
       }
       for (quant::PackedStrips& dst : out) quant::pack_rows(dst, n0, count, rows.data(), k);
     }
@@ -115,7 +123,63 @@ std::vector<quant::PackedStrips> pack_generated(const std::string& name, int64_t
   return out;
 }
 
+// Generates projection `name` (n x k floats, row by row) and quantises it to every precision.
+std::vector<quant::PackedStrips> pack_generated(const std::string& name, int64_t n, int64_t k,
+                                                uint64_t seed,
+                                                const std::vector<tb_prec>& precisions) {
+  return pack_rows_of({{stream_seed(seed, name), 0, n}}, n, k, precisions);
+}
+
+// One strip entry of the layered model (synthetic.h LAYERED), without its precision suffix.
+struct LayeredEntry {
+  std::string name;  // "blk.3.attn_qkv", "lm_head"
+  int64_t n = 0, k = 0;
+  std::vector<RowSource> sources;             // one per part
+  std::vector<artifact::FusedRange> ranges;   // fused entries only
+  std::vector<std::string> tensors;           // "synthetic.blk.3.attn_q", ...
+};
+
+std::vector<LayeredEntry> layered_entries(const Options& options) {
+  std::map<std::string, Projection> shapes;
+  for (const Projection& p : projections(options.shape, options.include_lm_head)) shapes.emplace(p.name, p);
+  std::vector<std::pair<int, std::string>> order;  // (layer, projection); layer -1: lm_head
+  for (int layer = 0; layer < options.layers; ++layer) {
+    for (const char* proj : kLayerProjections) order.emplace_back(layer, proj);
+  }
+  if (options.include_lm_head) order.emplace_back(-1, "lm_head");
+  std::vector<LayeredEntry> out;
+  for (const auto& [layer, proj] : order) {
+    LayeredEntry e;
+    e.name = layer_name(layer, proj);
+    e.n = shapes.at(proj).n;
+    e.k = shapes.at(proj).k;
+    std::vector<std::string> parts = fused_parts(proj);
+    if (parts.empty()) parts = {proj};
+    int64_t at = 0;
+    for (const std::string& part : parts) {
+      const std::string part_name = layer_name(layer, part);
+      const int64_t pn = shapes.at(part).n;
+      e.sources.push_back({stream_seed(options.seed, part_name), at, at + pn});
+      if (parts.size() > 1) e.ranges.push_back({part_name, at, at + pn});
+      e.tensors.push_back("synthetic." + part_name);
+      at += pn;
+    }
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
 }  // namespace
+
+std::string layer_name(int layer, const std::string& projection) {
+  return layer < 0 ? projection : "blk." + std::to_string(layer) + "." + projection;
+}
+
+std::vector<std::string> fused_parts(const std::string& projection) {
+  if (projection == "attn_qkv") return {"attn_q", "attn_k", "attn_v"};
+  if (projection == "ffn_gate_up") return {"ffn_gate", "ffn_up"};
+  return {};
+}
 
 void fill_uniform(float* out, int64_t count, uint64_t seed, float scale) {
   uint64_t state = seed;
@@ -193,10 +257,18 @@ Status write_model(artifact::OutputFile& out, const Options& options) {
   // Every entry is declared first (the streaming writer lays the file out from them), then
   // written as it is generated: one projection's strip sets are in memory at a time, plus the
   // parts of the fused entries until those are built.
-  const std::vector<Projection> projs = projections(options.shape, options.include_lm_head);
+  // The layered model instead declares and generates its per-layer entries (layered_entries).
+  const std::vector<LayeredEntry> layered = options.layers > 0 ? layered_entries(options) : std::vector<LayeredEntry>{};
+  const std::vector<Projection> projs =
+      options.layers > 0 ? std::vector<Projection>{} : projections(options.shape, options.include_lm_head);
   std::map<std::string, int64_t> outputs;  // projection -> N
   for (const Projection& proj : projs) outputs[proj.name] = proj.n;
   std::vector<artifact::Entry> declared;
+  for (const LayeredEntry& e : layered) {
+    for (tb_prec p : options.precisions) {
+      declared.push_back(artifact::declare_strips(e.name + "." + prec_name(p), p, e.n, e.k, e.ranges, e.tensors));
+    }
+  }
   for (const Projection& proj : projs) {
     const std::string name = proj.name;
     const std::vector<std::string> fused = fused_parts(name);
@@ -224,6 +296,12 @@ Status write_model(artifact::OutputFile& out, const Options& options) {
   if (!writer.ok()) return writer.status();
   artifact::StreamWriter& w = *writer.value();
 
+  for (const LayeredEntry& e : layered) {
+    say(Format("packing %s (%lld x %lld) as %s", e.name.c_str(), (ll)e.n, (ll)e.k, precs.c_str()));
+    for (const quant::PackedStrips& ps : pack_rows_of(e.sources, e.n, e.k, options.precisions)) {
+      TB_RETURN_IF_ERROR(w.add_strips(e.name + "." + prec_name(ps.prec), ps.codes, ps.scales));
+    }
+  }
   std::map<std::string, std::vector<quant::PackedStrips>> parts;  // kept for the fused entries
   for (size_t pi = 0; pi < projs.size(); ++pi) {
     const Projection& proj = projs[pi];

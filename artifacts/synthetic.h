@@ -10,6 +10,16 @@
 // plus f32 matrices for gemv_f32: "ssm_beta" and "ssm_a" (48 x 5120), and the gated-delta
 // state and inputs (48 value heads, 16 key heads, kd = vd = 128): "gdn.state" [48*128][128],
 // "gdn.q", "gdn.k" [16][128], "gdn.v" [48][128], "gdn.g", "gdn.beta" [1][48].
+//
+// LAYERED (Options::layers = N >= 1): the entries a model step runs, named per layer as the
+// importers name a real model's tensors, then lm_head and the same f32 matrices:
+//   blk.L.attn_qkv.<prec>     fused: ranges blk.L.attn_q, blk.L.attn_k, blk.L.attn_v
+//   blk.L.attn_o.<prec>
+//   blk.L.ffn_gate_up.<prec>  fused: ranges blk.L.ffn_gate, blk.L.ffn_up
+//   blk.L.ffn_down.<prec>     for L = 0 .. N-1, in that order; then lm_head.<prec>
+// No unfused q/k/v/gate/up entries: a step runs the fused ones. Each part's rows come from the
+// stream of its own name (blk.L.attn_q, ...), so every layer's weights differ and a fused entry
+// holds exactly the codes its parts would have on their own.
 #pragma once
 
 #include <cstdint>
@@ -39,9 +49,21 @@ struct Options {
   ModelShape shape;
   bool include_lm_head = true;
   std::vector<tb_prec> precisions = {TB_PREC_Q8, TB_PREC_Q4};
+  // 0: the single-layer model named as above (what the demo and its caches use); 1 .. kMaxLayers:
+  // the layered model.
+  int layers = 0;
   // Called with a short line ("packing lm_head.q8 (151936 x 2048)") as work proceeds; may be empty.
   std::function<void(const std::string&)> progress;
 };
+
+constexpr int kMaxLayers = 512;
+
+// The projections of one layer of a step, in step order (the fused ones), and their parts.
+inline constexpr const char* kLayerProjections[] = {"attn_qkv", "attn_o", "ffn_gate_up", "ffn_down"};
+// "blk.3.attn_qkv" (layer >= 0) or "attn_qkv" (layer < 0: the single-layer model's names).
+std::string layer_name(int layer, const std::string& projection);
+// Which projections a fused one concatenates, in column order ({} if not fused).
+std::vector<std::string> fused_parts(const std::string& projection);
 
 // The unfused and fused projections of the shape, in the order above.
 std::vector<Projection> projections(const ModelShape& shape, bool include_lm_head);

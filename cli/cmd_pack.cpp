@@ -21,6 +21,7 @@ struct PackOptions {
   std::string out;
   uint64_t seed = 42;
   bool small = false;
+  int layers = 0;  // 0: the single-layer model
   std::vector<std::string> precs = {"q8", "q4"};
   bool prec_given = false;
   std::vector<std::string> fuse;
@@ -36,6 +37,7 @@ int pack_synthetic(const PackOptions& o) {
   synthetic::Options so;
   so.seed = o.seed;
   so.include_lm_head = !o.small;
+  so.layers = o.layers;
   so.precisions.clear();
   for (const std::string& p : o.precs) {
     auto row = find_precision(p);
@@ -203,6 +205,10 @@ Command add_pack(CLI::App& root) {
   app->add_option("-o,--output", opt->out, "Artifact file to write ('-' for stdout; a FIFO or device is streamed to)")->required();
   app->add_option("--seed", opt->seed, "Seed of the synthetic weights")->capture_default_str();
   app->add_flag("--small", opt->small, "Leave out lm_head (synthetic)");
+  app->add_option("--layers", opt->layers, "Synthetic: a layered model of N blocks: blk.L.attn_qkv, blk.L.attn_o, "
+                                           "blk.L.ffn_gate_up, blk.L.ffn_down per layer L, then lm_head "
+                                           "(docs/FORMAT.md); without it the single-layer model")
+      ->check(CLI::Range(1, synthetic::kMaxLayers));
   add_read_option(app, opt->open);
   app->add_option("--prec", opt->precs, "Precision to make (a MODEL: one of q8, q4, default q8; "
                                         "--synthetic: a list)")
