@@ -33,6 +33,7 @@ Command add_gate(CLI::App& root);
 Command add_devices(CLI::App& root);
 Command add_plan(CLI::App& root);
 Command add_calibrate(CLI::App& root);
+Command add_run_model(CLI::App& root);
 
 // The exit status of every command (stated in `twinbit --help` and the README's Commands):
 //   0   ok

@@ -103,7 +103,8 @@ int cli_main(int argc, char** argv) {
   app.footer(kExitPolicy);
   std::vector<Command> commands = {add_demo(app), add_pack(app), add_info(app), add_run(app),
                                   add_conformance(app), add_check(app), add_bench(app),
-                                  add_gate(app), add_devices(app), add_plan(app), add_calibrate(app)};
+                                  add_gate(app), add_devices(app), add_plan(app), add_calibrate(app),
+                                  add_run_model(app)};
   std::vector<std::string> names;
   for (const Command& c : commands) names.push_back(c.app->get_name());
 
