@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 
+#include "cli/backend_option.h"
 #include "cli/cli_common.h"
 #include "cli/run_model_placements.h"
 #include "core/precision.h"
@@ -293,7 +294,8 @@ Command add_run_model(CLI::App& root) {
                    "the fallbacks, and one hash of every output per placement. A placement that cannot run\n"
                    "here is listed as skipped. Exit 1 when hashes differ (naming the placements), 77 when\n"
                    "nothing could run. docs/RUNTIME.md has the details.");
-  app->footer("Examples: twinbit pack --synthetic --layers 28 --prec q8 -o model28.tbsc\n"
+  app->footer(std::string(kBackendOptionHelp) + "\n"
+              "Examples: twinbit pack --synthetic --layers 28 --prec q8 -o model28.tbsc\n"
               "          twinbit run-model model28.tbsc\n"
               "          twinbit run-model model28.tbsc --m 1 --mode i8 --backend cpu --backend cuda --steps 15\n"
               "          twinbit run-model model.tbsc --prec q4 --backend cpu --backend ./libmybackend.so --json");
@@ -302,8 +304,8 @@ Command add_run_model(CLI::App& root) {
       ->check(rows_list_check())->capture_default_str();
   app->add_option("--prec", opt->prec, "Precision of the step's entries")->check(CLI::IsMember({"q8", "q4"}))->capture_default_str();
   app->add_option("--mode", opt->modes, "Activation modes, comma separated (f32, i8)")->capture_default_str();
-  app->add_option("--backend", opt->backends, "A backend, repeatable, in order of preference (default: cpu, and cuda when "
-                                              "it has a device here)")
+  app->add_option("--backend", opt->backends, backend_option_help("A backend, repeatable, in order of preference (default: "
+                                                                  "cpu, and cuda when it has a device here)"))
       ->expected(1)->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   app->add_option("--steps", opt->steps, "Measured steps per placement and M (after one warm-up)")
       ->check(CLI::Range(1, 1000))->capture_default_str();

@@ -22,6 +22,7 @@ expect_exit() {
 }
 
 m="$dir/l2.tbsc"
+expect_exit "run-model --help has examples" 0 "Examples: twinbit pack --synthetic --layers 28" "$tb" run-model --help
 expect_exit "pack --layers 2 --small" 0 "wrote .*: 16 entries" "$tb" pack --synthetic --layers 2 --small --prec q8 -o "$m"
 "$tb" info "$m" >"$dir/info" 2>&1
 grep -qE "^blk.1.attn_qkv.q8 .*blk.1.attn_q \[0, 2048\), blk.1.attn_k \[2048, 3072\), blk.1.attn_v \[3072, 4096\)" "$dir/info" \
