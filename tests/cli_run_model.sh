@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # `twinbit pack --layers` and `twinbit run-model` as a user runs them, on a 2-layer model without
 # lm_head: equal hashes over two CPU placements (exit 0), a backend that flips one bit (exit 1,
-# naming the placement), fallbacks shown, and bad options (exit 2).
+# naming the placement), steps that do not repeat (exit 1), fallbacks shown, and bad options (exit 2).
 # Usage: tests/cli_run_model.sh path/to/twinbit broken-first-element-plugin.so declines-at-call-plugin.so
+#                               broken-second-call-plugin.so
 set -uo pipefail
 tb="$1"
 broken="$2"
 declines="$3"
+second_call="$4"
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 failures=0
@@ -18,7 +20,7 @@ expect_exit() {
   "$@" >"$dir/out" 2>"$dir/err"
   local got=$?
   if [ "$got" -ne "$code" ]; then bad "$n (exit $got, expected $code; stderr: $(head -c 400 "$dir/err"))"; return; fi
-  if cat "$dir/out" "$dir/err" | grep -qE -e "$pat"; then pass "$n"; else bad "$n (no '$pat'; stderr: $(head -c 400 "$dir/err"))"; fi
+  if grep -qE -e "$pat" "$dir/out" "$dir/err"; then pass "$n"; else bad "$n (no '$pat'; stderr: $(head -c 400 "$dir/err"))"; fi
 }
 
 m="$dir/l2.tbsc"
@@ -50,6 +52,9 @@ grep -q '"ratio_floor"' "$dir/out" && pass "run-model --json has the floor ratio
 # A backend that flips one bit of every gemm: its placement is named, exit 1.
 expect_exit "run-model with a bit-flipping backend" 1 "not equal to 'cpu': 'all $broken'" \
   "$tb" run-model "$m" --m 1 --mode f32 --steps 1 --backend cpu --backend "$broken"
+# A backend right on the warm-up and wrong after: every step must hash as the warm-up did.
+expect_exit "run-model with a backend whose steps do not repeat" 1 "placement 'all $second_call' is not repeatable: step 1 hashed" \
+  "$tb" run-model "$m" --m 1 --mode i8 --steps 1 --backend cpu --backend "$second_call"
 # A backend that declines every call: it falls back to the CPU, the bits stay, the fallbacks show.
 expect_exit "run-model with a declining backend" 0 "fallbacks of 'all $declines': 16 in all, on 8 entries" \
   "$tb" run-model "$m" --m 1 --mode f32 --steps 1 --backend cpu --backend "$declines"
