@@ -51,6 +51,8 @@ int64_t fallbacks_of(const runtime::Runtime& rt) {
   return sum;
 }
 
+const char* const kModeNames[] = {"f32", "i8"};  // by tb_act_mode
+
 std::string hex(uint64_t h) { return Format("%016llx", static_cast<unsigned long long>(h)); }
 
 Result<std::vector<tb_act_mode>> parse_modes(const std::string& text) {
@@ -164,6 +166,87 @@ int print_results(const RunModelOptions& o, const std::vector<ModelPlacement>& p
   return differ.empty() ? kExitOk : kExitFailed;
 }
 
+// What one run of the command measures with: the placements that run, on their runtimes.
+struct Session {
+  const RunModelOptions& o;
+  const std::vector<ModelPlacement>& placements;
+  const runtime::ModelStep& step;
+  const artifact::Artifact& art;
+  const std::vector<std::unique_ptr<runtime::Runtime>>& rts;  // per placement; null when skipped
+  const std::vector<size_t>& running;                          // placements with a runtime
+  bool tty;  // stderr is a terminal: a progress line rewritten in place, else one line per M
+};
+
+// A warm-up step of every running placement (binds, first touches; its hash is the placement's),
+// then o.steps steps interleaved - step s of every placement, then the floor's read, before step
+// s + 1 - at one mode and M. A step that fails is the error, naming the placement.
+Status measure(const Session& x, tb_act_mode mode, int64_t m, std::map<size_t, Cell>& cells,
+               std::vector<double>& floor_us) {
+  runtime::StepBuffers buffers(x.step, m);
+  for (int s = -1; s < x.o.steps; ++s) {
+    if (x.tty) std::fprintf(stderr, "\r  %s M=%lld: step %d of %d ", kModeNames[mode], (ll)m, s + 1, x.o.steps);
+    for (size_t i : x.running) {
+      runtime::Runtime& rt = *x.rts[i];
+      const int64_t fallbacks_before = fallbacks_of(rt);
+      buffers.poison();
+      const double t0 = now_us();
+      Status st = buffers.run(rt, mode);
+      const double t1 = now_us();
+      if (!st.ok()) {
+        if (x.tty) std::fprintf(stderr, "\n");
+        return Status(st.code(), Format("placement '%s', %s, M = %lld: ", x.placements[i].name.c_str(),
+                                        kModeNames[mode], (ll)m) + st.message());
+      }
+      Cell& c = cells[i];
+      const uint64_t h = buffers.hash();
+      if (s < 0) {
+        c.hash = h;
+        continue;
+      }
+      c.us.push_back(t1 - t0);
+      c.fallbacks += fallbacks_of(rt) - fallbacks_before;
+      if (h != c.hash && c.inconsistent.empty()) {
+        c.inconsistent = Format("step %d hashed %s, the warm-up %s", s + 1, hex(h).c_str(), hex(c.hash).c_str());
+      }
+    }
+    const double t0 = now_us();
+    volatile uint64_t sink = read_step_weights(x.art, x.step);
+    (void)sink;
+    if (s >= 0) floor_us.push_back(now_us() - t0);
+  }
+  if (x.tty) {
+    std::fprintf(stderr, "\n");
+  } else {
+    std::fprintf(stderr, "  %s M=%lld: a warm-up and %d steps done\n", kModeNames[mode], (ll)m, x.o.steps);
+  }
+  return Status();
+}
+
+// Appends each placement's row at (mode, M), and a line to `differ` for a placement whose steps
+// did not repeat its warm-up's hash and for hashes that are not all equal (naming the placements
+// not equal to the first, the all-CPU placement).
+void compare(const Session& x, tb_act_mode mode, int64_t m, const std::map<size_t, Cell>& cells,
+             std::vector<Row>& rows, std::vector<std::string>& differ) {
+  const uint64_t first = cells.at(x.running[0]).hash;
+  std::string hashes, odd;
+  for (size_t i : x.running) {
+    const Cell& c = cells.at(i);
+    const std::string& name = x.placements[i].name;
+    rows.push_back({name, kModeNames[mode], m, quantile(c.us, 0.5), quantile(c.us, 0.1), quantile(c.us, 0.9),
+                    c.fallbacks / x.o.steps, c.hash, false});
+    if (!c.inconsistent.empty()) {
+      differ.push_back(Format("%s M=%lld: placement '%s' is not repeatable: %s", kModeNames[mode], (ll)m,
+                              name.c_str(), c.inconsistent.c_str()));
+    }
+    hashes += Format("%s'%s' %s", hashes.empty() ? "" : ", ", name.c_str(), hex(c.hash).c_str());
+    if (c.hash != first) odd += (odd.empty() ? "'" : ", '") + name + "'";
+  }
+  if (!odd.empty()) {
+    differ.push_back(Format("%s M=%lld: the hashes differ (%s); not equal to '%s': %s", kModeNames[mode], (ll)m,
+                            hashes.c_str(), x.placements[x.running[0]].name.c_str(), odd.c_str()));
+  }
+}
+
 int run_model(const RunModelOptions& o) {
   auto ms = parse_rows_list(o.ms);
   if (!ms.ok()) return usage_error("run-model", ms.status());
@@ -193,7 +276,6 @@ int run_model(const RunModelOptions& o) {
     rts[i] = std::move(rt.value());
     running.push_back(i);
   }
-  const char* mode_names[] = {"f32", "i8"};
   std::fprintf(stderr, "run-model %s: %zu projections (%d layers%s), %s of %s weights per step; %zu of %zu placements run here\n",
                o.path.c_str(), step->projections.size(), step->layers,
                step->projections.back().entry.rfind("lm_head", 0) == 0 ? " + lm_head" : "",
@@ -203,7 +285,8 @@ int run_model(const RunModelOptions& o) {
     return kExitCannotRun;
   }
 
-  const bool tty = isatty(fileno(stderr)) != 0;  // a progress line rewritten in place, else one line per M
+  const Session session{o, placements.value(), step.value(), *art.value(), rts, running,
+                        isatty(fileno(stderr)) != 0};
   std::vector<Row> rows;
   std::vector<std::string> differ;  // one line per (mode, M) whose hashes are not all equal
   for (tb_act_mode mode : modes.value()) {
@@ -211,69 +294,12 @@ int run_model(const RunModelOptions& o) {
       if (Status s = check_host_memory(runtime::StepBuffers::bytes(step.value(), m), Format("the step's inputs and outputs at M = %lld", (ll)m)); !s.ok()) {
         return fail("run-model", s);
       }
-      runtime::StepBuffers buffers(step.value(), m);
       std::map<size_t, Cell> cells;
       std::vector<double> floor_us;
-      // Step -1 is the warm-up (binds, first touches): its hash is the placement's, its time unused.
-      for (int s = -1; s < o.steps; ++s) {
-        if (tty) std::fprintf(stderr, "\r  %s M=%lld: step %d of %d ", mode_names[mode], (ll)m, s + 1, o.steps);
-        for (size_t i : running) {
-          runtime::Runtime& rt = *rts[i];
-          const int64_t fb0 = fallbacks_of(rt);
-          buffers.poison();
-          const double t0 = now_us();
-          Status st = buffers.run(rt, mode);
-          const double t1 = now_us();
-          if (!st.ok()) {
-            if (tty) std::fprintf(stderr, "\n");
-            return fail("run-model", Status(st.code(), Format("placement '%s', %s, M = %lld: ", (*placements)[i].name.c_str(), mode_names[mode], (ll)m) + st.message()));
-          }
-          Cell& c = cells[i];
-          const uint64_t h = buffers.hash();
-          if (s < 0) {
-            c.hash = h;
-            continue;
-          }
-          c.us.push_back(t1 - t0);
-          c.fallbacks += fallbacks_of(rt) - fb0;
-          if (h != c.hash && c.inconsistent.empty()) {
-            c.inconsistent = Format("step %d hashed %s, the warm-up %s", s + 1, hex(h).c_str(), hex(c.hash).c_str());
-          }
-        }
-        const double t0 = now_us();
-        volatile uint64_t sink = read_step_weights(*art.value(), step.value());
-        (void)sink;
-        if (s >= 0) floor_us.push_back(now_us() - t0);
-      }
-      if (tty) {
-        std::fprintf(stderr, "\n");
-      } else {
-        std::fprintf(stderr, "  %s M=%lld: a warm-up and %d steps done\n", mode_names[mode], (ll)m, o.steps);
-      }
-      rows.push_back({"floor: read the weights", mode_names[mode], m, quantile(floor_us, 0.5),
+      if (Status s = measure(session, mode, m, cells, floor_us); !s.ok()) return fail("run-model", s);
+      rows.push_back({"floor: read the weights", kModeNames[mode], m, quantile(floor_us, 0.5),
                       quantile(floor_us, 0.1), quantile(floor_us, 0.9), 0, 0, true});
-      std::string hashes;
-      bool equal = true;
-      const uint64_t first = cells[running[0]].hash;
-      for (size_t i : running) {
-        const Cell& c = cells[i];
-        const std::string& name = (*placements)[i].name;
-        rows.push_back({name, mode_names[mode], m, quantile(c.us, 0.5), quantile(c.us, 0.1), quantile(c.us, 0.9),
-                        c.fallbacks / std::max(o.steps, 1), c.hash, false});
-        if (!c.inconsistent.empty()) {
-          differ.push_back(Format("%s M=%lld: placement '%s' is not repeatable: %s", mode_names[mode], (ll)m, name.c_str(), c.inconsistent.c_str()));
-        }
-        equal = equal && c.hash == first;
-        hashes += Format("%s'%s' %s", hashes.empty() ? "" : ", ", name.c_str(), hex(c.hash).c_str());
-      }
-      if (!equal) {
-        std::string odd;
-        for (size_t i : running) {
-          if (cells[i].hash != first) odd += (odd.empty() ? "'" : ", '") + (*placements)[i].name + "'";
-        }
-        differ.push_back(Format("%s M=%lld: the hashes differ (%s); not equal to '%s': %s", mode_names[mode], (ll)m,
-                                hashes.c_str(), (*placements)[running[0]].name.c_str(), odd.c_str()));
-      }
+      compare(session, mode, m, cells, rows, differ);
     }
   }
   return print_results(o, placements.value(), step.value(), rts, rows, differ);
