@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <memory>
@@ -42,7 +43,7 @@ struct Row {  // what the table and the JSON print
   double median = 0, p10 = 0, p90 = 0;
   int64_t fallbacks = 0;
   uint64_t hash = 0;
-  bool floor = false;
+  std::string floor;  // a floor's row: the backend it read on ("" for a placement's row)
 };
 
 int64_t fallbacks_of(const runtime::Runtime& rt) {
@@ -78,16 +79,30 @@ Result<std::vector<tb_act_mode>> parse_modes(const std::string& text) {
 // placement's runtime reports, and the verdict. Returns the exit status.
 int print_results(const RunModelOptions& o, const std::vector<ModelPlacement>& placements,
                   const runtime::ModelStep& step, const std::vector<std::unique_ptr<runtime::Runtime>>& rts,
-                  const std::vector<Row>& rows, const std::vector<std::string>& differ) {
-  // The floor and the peer (the fastest single-backend placement) of each (mode, M).
-  std::map<std::pair<std::string, int64_t>, double> floor_of, peer_of;
-  std::map<std::string, bool> single;
-  for (const ModelPlacement& p : placements) single[p.name] = p.single_backend;
+                  const std::vector<Row>& rows, const std::vector<std::string>& differ,
+                  const std::vector<std::string>& floor_notes) {
+  // The floors and the peer (the fastest single-backend placement) of each (mode, M). A
+  // single-backend placement is compared with its backend's floor when that was measured, every
+  // other one with the lowest floor.
+  std::map<std::pair<std::string, int64_t>, std::map<std::string, double>> floors_of;
+  std::map<std::pair<std::string, int64_t>, double> lowest_floor, peer_of;
+  std::map<std::string, const ModelPlacement*> by_name;
+  for (const ModelPlacement& p : placements) by_name[p.name] = &p;
   for (const Row& r : rows) {
     const auto key = std::make_pair(r.mode, r.m);
-    if (r.floor) floor_of[key] = r.median;
-    if (!r.floor && single[r.placement] && (!peer_of.count(key) || r.median < peer_of[key])) peer_of[key] = r.median;
+    if (!r.floor.empty()) {
+      floors_of[key][r.floor] = r.median;
+      if (!lowest_floor.count(key) || r.median < lowest_floor[key]) lowest_floor[key] = r.median;
+    } else if (by_name[r.placement]->single_backend && (!peer_of.count(key) || r.median < peer_of[key])) {
+      peer_of[key] = r.median;
+    }
   }
+  auto floor_for = [&](const Row& r) {
+    const auto key = std::make_pair(r.mode, r.m);
+    const std::string& own = r.floor.empty() ? by_name[r.placement]->floor_backend : r.floor;
+    const auto at = floors_of[key].find(own);
+    return at != floors_of[key].end() ? at->second : lowest_floor[key];
+  };
   nlohmann::json j;
   j["artifact"] = o.path;
   j["prec"] = o.prec;
@@ -116,11 +131,11 @@ int print_results(const RunModelOptions& o, const std::vector<ModelPlacement>& p
   for (const Row& r : rows) {
     const auto key = std::make_pair(r.mode, r.m);
     const double tokens = r.median > 0 ? static_cast<double>(r.m) * 1e6 / r.median : 0;
-    const double x_floor = floor_of[key] > 0 ? r.median / floor_of[key] : 0;
-    const double x_peer = !r.floor && peer_of[key] > 0 ? r.median / peer_of[key] : 0;
+    const double x_floor = floor_for(r) > 0 ? r.median / floor_for(r) : 0;
+    const double x_peer = r.floor.empty() && peer_of[key] > 0 ? r.median / peer_of[key] : 0;
     nlohmann::json e = {{"placement", r.placement}, {"mode", r.mode}, {"m", r.m}, {"median_us", r.median},
                         {"p10_us", r.p10}, {"p90_us", r.p90}, {"ratio_floor", x_floor}};
-    if (!r.floor) {
+    if (r.floor.empty()) {
       e["tokens_per_s"] = tokens;
       e["ratio_peer"] = x_peer;
       e["fallbacks_per_step"] = r.fallbacks;
@@ -129,7 +144,7 @@ int print_results(const RunModelOptions& o, const std::vector<ModelPlacement>& p
     j["rows"].push_back(e);
     if (o.json) continue;
     const std::string spread = format_time_us(r.p10) + " - " + format_time_us(r.p90);
-    if (r.floor) {
+    if (!r.floor.empty()) {
       std::printf("%-30s %-4s %5lld %10s %21s %10s %7.2f\n", r.placement.c_str(), r.mode.c_str(), (ll)r.m,
                   format_time_us(r.median).c_str(), spread.c_str(), "", x_floor);
     } else {
@@ -139,11 +154,14 @@ int print_results(const RunModelOptions& o, const std::vector<ModelPlacement>& p
     }
   }
   j["differ"] = differ;
+  j["no_floor"] = floor_notes;
   j["hashes_equal"] = differ.empty();
   if (o.json) {
     std::printf("%s\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   } else {
-    std::printf("floor: every weight byte of the step read once by all threads; peer: the fastest single-backend placement\n");
+    std::printf("floor: every weight byte of the step read once by the backend's read_floor (a placement on one backend\n"
+                "is compared with its backend's floor, others with the lowest); peer: the fastest single-backend placement\n");
+    for (const std::string& n : floor_notes) std::printf("no floor: %s\n", n.c_str());
     for (size_t i = 0; i < placements.size(); ++i) {
       const ModelPlacement& p = placements[i];
       if (!p.skipped.empty()) std::printf("skipped %-22s %s\n", ("'" + p.name + "':").c_str(), p.skipped.c_str());
@@ -174,14 +192,16 @@ struct Session {
   const artifact::Artifact& art;
   const std::vector<std::unique_ptr<runtime::Runtime>>& rts;  // per placement; null when skipped
   const std::vector<size_t>& running;                          // placements with a runtime
+  const std::vector<StepFloor>& floors;                        // read after each step
   bool tty;  // stderr is a terminal: a progress line rewritten in place, else one line per M
 };
 
 // A warm-up step of every running placement (binds, first touches; its hash is the placement's),
-// then o.steps steps interleaved - step s of every placement, then the floor's read, before step
-// s + 1 - at one mode and M. A step that fails is the error, naming the placement.
+// then o.steps steps interleaved - step s of every placement, then each floor's read, before
+// step s + 1 - at one mode and M. A step that fails is the error, naming the placement.
 Status measure(const Session& x, tb_act_mode mode, int64_t m, std::map<size_t, Cell>& cells,
-               std::vector<double>& floor_us) {
+               std::vector<std::vector<double>>& floor_us) {
+  floor_us.assign(x.floors.size(), {});
   runtime::StepBuffers buffers(x.step, m);
   for (int s = -1; s < x.o.steps; ++s) {
     if (x.tty) std::fprintf(stderr, "\r  %s M=%lld: step %d of %d ", kModeNames[mode], (ll)m, s + 1, x.o.steps);
@@ -209,10 +229,11 @@ Status measure(const Session& x, tb_act_mode mode, int64_t m, std::map<size_t, C
         c.inconsistent = Format("step %d hashed %s, the warm-up %s", s + 1, hex(h).c_str(), hex(c.hash).c_str());
       }
     }
-    const double t0 = now_us();
-    volatile uint64_t sink = read_step_weights(x.art, x.step);
-    (void)sink;
-    if (s >= 0) floor_us.push_back(now_us() - t0);
+    for (size_t f = 0; f < x.floors.size(); ++f) {
+      const double t0 = now_us();
+      if (Status st = x.floors[f].read(m); !st.ok()) return st;
+      if (s >= 0) floor_us[f].push_back(now_us() - t0);
+    }
   }
   if (x.tty) {
     std::fprintf(stderr, "\n");
@@ -233,7 +254,7 @@ void compare(const Session& x, tb_act_mode mode, int64_t m, const std::map<size_
     const Cell& c = cells.at(i);
     const std::string& name = x.placements[i].name;
     rows.push_back({name, kModeNames[mode], m, quantile(c.us, 0.5), quantile(c.us, 0.1), quantile(c.us, 0.9),
-                    c.fallbacks / x.o.steps, c.hash, false});
+                    c.fallbacks / x.o.steps, c.hash, ""});
     if (!c.inconsistent.empty()) {
       differ.push_back(Format("%s M=%lld: placement '%s' is not repeatable: %s", kModeNames[mode], (ll)m,
                               name.c_str(), c.inconsistent.c_str()));
@@ -285,7 +306,22 @@ int run_model(const RunModelOptions& o) {
     return kExitCannotRun;
   }
 
-  const Session session{o, placements.value(), step.value(), *art.value(), rts, running,
+  // A floor for every backend a running placement has to itself, when it has a read_floor entry.
+  std::vector<StepFloor> floors;
+  std::vector<std::string> floor_notes;
+  for (size_t i : running) {
+    const std::string& label = (*placements)[i].floor_backend;
+    if (label.empty() || std::any_of(floors.begin(), floors.end(), [&](const StepFloor& f) { return f.label() == label; })) continue;
+    auto f = StepFloor::make(label, *art.value(), step.value());
+    if (f.ok()) {
+      floors.push_back(std::move(f.value()));
+    } else if (f.status().code() == TB_UNIMPLEMENTED) {
+      floor_notes.push_back(f.status().message());
+    } else {
+      return fail("run-model", f.status());
+    }
+  }
+  const Session session{o, placements.value(), step.value(), *art.value(), rts, running, floors,
                         isatty(fileno(stderr)) != 0};
   std::vector<Row> rows;
   std::vector<std::string> differ;  // one line per (mode, M) whose hashes are not all equal
@@ -295,14 +331,17 @@ int run_model(const RunModelOptions& o) {
         return fail("run-model", s);
       }
       std::map<size_t, Cell> cells;
-      std::vector<double> floor_us;
+      std::vector<std::vector<double>> floor_us;
       if (Status s = measure(session, mode, m, cells, floor_us); !s.ok()) return fail("run-model", s);
-      rows.push_back({"floor: read the weights", kModeNames[mode], m, quantile(floor_us, 0.5),
-                      quantile(floor_us, 0.1), quantile(floor_us, 0.9), 0, 0, true});
+      for (size_t f = 0; f < floors.size(); ++f) {
+        const std::vector<double>& t = floor_us[f];
+        rows.push_back({"floor: read on " + floors[f].label(), kModeNames[mode], m, quantile(t, 0.5),
+                        quantile(t, 0.1), quantile(t, 0.9), 0, 0, floors[f].label()});
+      }
       compare(session, mode, m, cells, rows, differ);
     }
   }
-  return print_results(o, placements.value(), step.value(), rts, rows, differ);
+  return print_results(o, placements.value(), step.value(), rts, rows, differ, floor_notes);
 }
 
 }  // namespace
@@ -316,7 +355,7 @@ Command add_run_model(CLI::App& root) {
                    "backend, the threshold plan, column splits (CPU + GPU, two GPUs; without a GPU two CPU\n"
                    "backends of different instruction sets). Steps are interleaved across placements after\n"
                    "a warm-up; prints the median and p10-p90 time per step, tokens/s, the ratios to the\n"
-                   "floor (a pure read of the step's weights) and to the fastest single-backend placement,\n"
+                   "floor (a pure read of the step's weights by the backend's read_floor) and to the fastest single-backend placement,\n"
                    "the fallbacks, and one hash of every output per placement. A placement that cannot run\n"
                    "here is listed as skipped. Exit 1 when hashes differ (naming the placements), 77 when\n"
                    "nothing could run. docs/RUNTIME.md has the details.");

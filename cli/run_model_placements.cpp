@@ -1,13 +1,9 @@
-// The placements of `twinbit run-model`, the floor's read and the percentiles
+// The placements of `twinbit run-model`, the floors and the percentiles
 // (cli/run_model_placements.h).
 #include "cli/run_model_placements.h"
 
-#include <tbb/blocked_range.h>
-#include <tbb/parallel_reduce.h>
-
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 
 #include "backends/cpu/cpu_isa.h"
 #include "cli/backend_option.h"
@@ -105,12 +101,14 @@ Result<std::vector<ModelPlacement>> model_placements(const std::vector<std::stri
   std::vector<ModelPlacement> out;
   out.push_back(placement("cpu", "every projection on " + cpu.label, {cpu.label}, "", open));
   out.back().single_backend = true;
+  out.back().floor_backend = cpu.label;
   std::vector<std::string> runnable;
   for (const Listed& l : listed) {
     if (l.why_not.empty()) runnable.push_back(l.label);
     if (l.label == cpu.label) continue;
     out.push_back(placement("all " + l.label, "*=" + l.label, {cpu.label, l.label}, "*=" + l.label, open));
     out.back().single_backend = true;
+    out.back().floor_backend = l.label;
     if (out.back().skipped.empty()) out.back().skipped = l.why_not;
   }
   std::string over;
@@ -142,29 +140,28 @@ Result<std::vector<ModelPlacement>> model_placements(const std::vector<std::stri
   return out;
 }
 
-uint64_t read_step_weights(const artifact::Artifact& art, const runtime::ModelStep& step) {
-  uint64_t acc = 0;
-  for (const runtime::StepProjection& p : step.projections) {
-    const tb_strips s = art.view(*art.find(p.entry)).strips;
-    for (const auto& [data, bytes] : {std::pair<const void*, uint64_t>{s.codes, s.codes_bytes},
-                                      std::pair<const void*, uint64_t>{s.scales, s.scales_bytes}}) {
-      const auto* base = static_cast<const unsigned char*>(data);
-      const uint64_t words = bytes / 8;
-      acc += tbb::parallel_reduce(
-          tbb::blocked_range<uint64_t>(0, words, 1 << 14), uint64_t{0},
-          [&](const tbb::blocked_range<uint64_t>& r, uint64_t sum) {
-            for (uint64_t i = r.begin(); i < r.end(); ++i) {
-              uint64_t w;
-              std::memcpy(&w, base + 8 * i, 8);
-              sum ^= w;
-            }
-            return sum;
-          },
-          [](uint64_t a, uint64_t b) { return a ^ b; });
-      for (uint64_t i = words * 8; i < bytes; ++i) acc += base[i];
-    }
+Result<StepFloor> StepFloor::make(const std::string& label, const artifact::Artifact& art,
+                                  const runtime::ModelStep& step) {
+  auto backend = create_backend(label);
+  if (!backend.ok()) return backend.status();
+  if (!backend->has_read_floor()) {
+    return Error(TB_UNIMPLEMENTED, "backend '%s' has no read_floor entry", label.c_str());
   }
-  return acc;
+  StepFloor f;
+  f.label_ = label;
+  for (const runtime::StepProjection& p : step.projections) {
+    auto w = art.weights(*art.find(p.entry));
+    if (!w.ok()) return w.status();
+    auto b = backend->bind(w->view, w->keep_alive);
+    if (!b.ok()) return b.status();
+    f.bound_.push_back(std::move(b.value()));
+  }
+  return f;
+}
+
+Status StepFloor::read(int64_t m) const {
+  for (const BoundWeights& w : bound_) TB_RETURN_IF_ERROR(w.backend().read_floor(w, m));
+  return Status();
 }
 
 double quantile(std::vector<double> samples, double q) {

@@ -22,6 +22,7 @@
 
 #include "artifacts/artifact.h"
 #include "core/runtime/model_step.h"
+#include "core/backend.hpp"
 #include "core/runtime/runtime.h"
 #include "core/status.hpp"
 
@@ -33,6 +34,7 @@ struct ModelPlacement {
   runtime::RuntimeOptions options;
   std::string skipped;            // why it cannot run here; "" when it runs
   bool single_backend = false;    // all on one backend: the peer of the ratios is the best of these
+  std::string floor_backend;      // single_backend: its backend, whose floor it is compared with
 };
 
 // The placements for `backend_texts` (--backend values, in order). On error the line is printed
@@ -42,10 +44,22 @@ struct ModelPlacement {
 Result<std::vector<ModelPlacement>> model_placements(const std::vector<std::string>& backend_texts,
                                                      const artifact::OpenOptions& open, int* exit_code);
 
-// Reads every weight byte of the step from the artifact's image (all threads, 8 bytes a load) and
-// returns a value that depends on every byte read, so the read cannot be left out: the floor of
-// a step that streams its weights once.
-uint64_t read_step_weights(const artifact::Artifact& art, const runtime::ModelStep& step);
+// The floor of a step on one backend: every weight byte of the step read once by the backend's
+// read_floor entry (a pure read with the backend's own threads and partition, what `twinbit gate`
+// and twinbit-bench measure against), one call per projection, as the step makes one gemm each.
+class StepFloor {
+ public:
+  // Creates the backend `label` names and binds every projection of the step on it.
+  // UNIMPLEMENTED when the backend has no read_floor entry (it gets no invented floor).
+  static Result<StepFloor> make(const std::string& label, const artifact::Artifact& art,
+                                const runtime::ModelStep& step);
+  const std::string& label() const { return label_; }
+  Status read(int64_t m) const;
+
+ private:
+  std::string label_;
+  std::vector<BoundWeights> bound_;
+};
 
 // The q-quantile (0..1) of `samples` by the nearest rank on the sorted values.
 double quantile(std::vector<double> samples, double q);

@@ -38,7 +38,7 @@ done
 # Two CPU placements (all on the CPU, the split across two instruction sets): equal hashes.
 expect_exit "run-model on the CPU placements" 0 "every placement gave the same hash" \
   "$tb" run-model "$m" --m 1,3 --mode f32,i8 --steps 2 --backend cpu
-grep -qE "^cpu +f32 +3 " "$dir/out" && grep -q "^skipped 'calibrated'" "$dir/out" && pass "run-model table and skipped list" || bad "run-model table: $(head -c 600 "$dir/out")"
+grep -qE "^cpu +f32 +3 " "$dir/out" && grep -qE "^floor: read on cpu +i8 +1 " "$dir/out" && grep -q "^skipped 'calibrated'" "$dir/out" && pass "run-model table and skipped list" || bad "run-model table: $(head -c 600 "$dir/out")"
 if grep -q "^split cpu ISAs " "$dir/out"; then
   # The hash column of both placements at one mode and M is the same 16 hex digits.
   n=$(grep -E "^(cpu|split cpu ISAs) +i8 +3 " "$dir/out" | awk '{print $NF}' | sort -u | wc -l)
@@ -47,7 +47,7 @@ else
   grep -q "^skipped 'split cpu ISAs'" "$dir/out" && pass "one instruction set here: the split is listed as skipped" || bad "split neither ran nor skipped"
 fi
 expect_exit "run-model --json" 0 '"hashes_equal": true' "$tb" run-model "$m" --m 1 --mode i8 --steps 1 --backend cpu --json
-grep -q '"ratio_floor"' "$dir/out" && pass "run-model --json has the floor ratio" || bad "json: $(head -c 300 "$dir/out")"
+grep -q '"ratio_floor"' "$dir/out" && grep -q '"placement": "floor: read on cpu"' "$dir/out" && pass "run-model --json has the floor and its ratio" || bad "json: $(head -c 300 "$dir/out")"
 
 # A backend that flips one bit of every gemm: its placement is named, exit 1.
 expect_exit "run-model with a bit-flipping backend" 1 "not equal to 'cpu': 'all $broken'" \
