@@ -19,7 +19,7 @@
 //   blk.L.ffn_down.<prec>     for L = 0 .. N-1, in that order; then lm_head.<prec>
 // No unfused q/k/v/gate/up entries: a step runs the fused ones. Each part's rows come from the
 // stream of its own name (blk.L.attn_q, ...), so every layer's weights differ and a fused entry
-// holds exactly the codes its parts would have on their own.
+// holds exactly the rows its parts would have on their own.
 #pragma once
 
 #include <cstdint>

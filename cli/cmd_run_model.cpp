@@ -355,10 +355,10 @@ Command add_run_model(CLI::App& root) {
                    "backend, the threshold plan, column splits (CPU + GPU, two GPUs; without a GPU two CPU\n"
                    "backends of different instruction sets). Steps are interleaved across placements after\n"
                    "a warm-up; prints the median and p10-p90 time per step, tokens/s, the ratios to the\n"
-                   "floor (a pure read of the step's weights by the backend's read_floor) and to the fastest single-backend placement,\n"
-                   "the fallbacks, and one hash of every output per placement. A placement that cannot run\n"
-                   "here is listed as skipped. Exit 1 when hashes differ (naming the placements), 77 when\n"
-                   "nothing could run. docs/RUNTIME.md has the details.");
+                   "floor (the backend's pure read of the step's weights) and to the fastest\n"
+                   "single-backend placement, the fallbacks, and one hash of every output per placement.\n"
+                   "A placement that cannot run here is listed as skipped. Exit 1 when hashes differ\n"
+                   "(naming the placements), 77 when nothing could run. docs/RUNTIME.md has the details.");
   app->footer(std::string(kBackendOptionHelp) + "\n"
               "Examples: twinbit pack --synthetic --layers 28 --prec q8 -o model28.tbsc\n"
               "          twinbit run-model model28.tbsc\n"
