@@ -14,7 +14,9 @@
 #include "cli/cli_common.h"
 #include "cli/run_model_placements.h"
 #include "core/precision.h"
+#include "core/runtime/calibrate.h"
 #include "core/runtime/model_step.h"
+#include "core/runtime/profile.h"
 
 namespace twinbit::cli {
 namespace {
@@ -22,7 +24,7 @@ namespace {
 using ll = long long;
 
 struct RunModelOptions {
-  std::string path, ms = "1,32", prec = "q8", modes = "f32,i8";
+  std::string path, ms = "1,32", prec = "q8", modes = "f32,i8", profile;
   std::vector<std::string> backends;
   int steps = 9;
   bool json = false;
@@ -268,6 +270,26 @@ void compare(const Session& x, tb_act_mode mode, int64_t m, const std::map<size_
   }
 }
 
+// The profile of the calibrated placement: --profile's file, or else this machine measured now
+// over the placement's backends by calibrate's quick sweep (a second or two: rough costs, enough
+// to place by; `twinbit calibrate` measures the full sweep for a timing worth recording).
+Result<runtime::Profile> calibrated_profile(const RunModelOptions& o, ModelPlacement& p) {
+  if (!o.profile.empty()) {
+    p.how += " (profile " + o.profile + ")";
+    return runtime::read_profile(o.profile);
+  }
+  p.how += " (quick calibration in this process)";
+  std::fprintf(stderr, "run-model: no --profile: a quick calibration of %zu backends here for the calibrated placement\n",
+               p.options.backends.size());
+  runtime::CalibrateOptions co;
+  co.quick = true;
+  const bool tty = isatty(fileno(stderr)) != 0;
+  if (tty) co.progress = [](const std::string& line) { std::fprintf(stderr, "\r  %s   ", line.c_str()); };
+  auto profile = runtime::calibrate(p.options.backends, co);
+  if (tty) std::fprintf(stderr, "\n");
+  return profile;
+}
+
 int run_model(const RunModelOptions& o) {
   auto ms = parse_rows_list(o.ms);
   if (!ms.ok()) return usage_error("run-model", ms.status());
@@ -285,6 +307,20 @@ int run_model(const RunModelOptions& o) {
   if (!step.ok()) return fail("run-model", step.status());
   for (const runtime::StepProjection& p : step->projections) {
     if (Status s = art.value()->verify(*art.value()->find(p.entry)); !s.ok()) return fail("run-model", s);
+  }
+
+  for (ModelPlacement& p : placements.value()) {
+    if (!p.calibrated || !p.skipped.empty()) continue;
+    auto profile = calibrated_profile(o, p);
+    if (profile.ok()) {
+      p.options.profile = std::move(profile.value());
+    } else if (o.profile.empty()) {
+      // A backend that cannot be measured (one that declines at the call, say) leaves no plan
+      // to run; the file the user named is another matter: its error fails the command.
+      p.skipped = "the quick calibration failed: " + profile.status().message();
+    } else {
+      return fail("run-model", profile.status());
+    }
   }
 
   std::vector<std::unique_ptr<runtime::Runtime>> rts(placements->size());
@@ -352,17 +388,19 @@ Command add_run_model(CLI::App& root) {
       "run-model", "The placement-invariance proof: one decode step (M = 1) and one prefill step (M = 32)\n"
                    "through every projection of the model (per layer the fused qkv, o, the fused gate_up\n"
                    "and down, then lm_head), under each placement: all on the CPU, all on each other\n"
-                   "backend, the threshold plan, column splits (CPU + GPU, two GPUs; without a GPU two CPU\n"
-                   "backends of different instruction sets). Steps are interleaved across placements after\n"
-                   "a warm-up; prints the median and p10-p90 time per step, tokens/s, the ratios to the\n"
-                   "floor (the backend's pure read of the step's weights) and to the fastest\n"
-                   "single-backend placement, the fallbacks, and one hash of every output per placement.\n"
+                   "backend, the threshold plan, the calibrated plan, column splits (CPU + GPU, two GPUs;\n"
+                   "without a GPU two CPU backends of different instruction sets). Steps are interleaved\n"
+                   "across placements after a warm-up; prints the median and p10-p90 time per step,\n"
+                   "tokens/s, the ratios to the floor (the backend's pure read of the step's weights) and\n"
+                   "to the fastest single-backend placement, the fallbacks, and one hash of every output\n"
+                   "per placement.\n"
                    "A placement that cannot run here is listed as skipped. Exit 1 when hashes differ\n"
                    "(naming the placements), 77 when nothing could run. docs/RUNTIME.md has the details.");
   app->footer(std::string(kBackendOptionHelp) + "\n"
               "Examples: twinbit pack --synthetic --layers 28 --prec q8 -o model28.tbsc\n"
               "          twinbit run-model model28.tbsc\n"
               "          twinbit run-model model28.tbsc --m 1 --mode i8 --backend cpu --backend cuda --steps 15\n"
+              "          twinbit calibrate --backend cpu --backend cuda -o prof.json && twinbit run-model model28.tbsc --profile prof.json\n"
               "          twinbit run-model model.tbsc --prec q4 --backend cpu --backend ./libmybackend.so --json");
   app->add_option("artifact", opt->path, "Artifact file (twinbit pack --synthetic [--layers N])")->required();
   app->add_option("--m", opt->ms, "Rows per step, comma separated (1: decode, 32: prefill of 32 tokens)")
@@ -372,6 +410,8 @@ Command add_run_model(CLI::App& root) {
   app->add_option("--backend", opt->backends, backend_option_help("A backend, repeatable, in order of preference (default: "
                                                                   "cpu, and cuda when it has a device here)"))
       ->expected(1)->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  app->add_option("--profile", opt->profile, "A profile of twinbit calibrate for the calibrated placement (default: "
+                                            "a quick calibration of the backends here first)");
   app->add_option("--steps", opt->steps, "Measured steps per placement and M (after one warm-up)")
       ->check(CLI::Range(1, 1000))->capture_default_str();
   app->add_flag("--json", opt->json, "Print one JSON object");

@@ -117,8 +117,11 @@ Result<std::vector<ModelPlacement>> model_placements(const std::vector<std::stri
   if (runnable.size() < 2) {
     out.back().skipped = "only the CPU backend can run here, so the default plan is placement 'cpu'";
   }
-  out.push_back(placement("calibrated", "plan of a measured profile", {}, "", open));
-  out.back().skipped = "profiles and calibration are not built yet";
+  out.push_back(placement("calibrated", "calibrated plan over " + over, runnable, "", open));
+  out.back().calibrated = true;
+  if (runnable.size() < 2) {
+    out.back().skipped = "only the CPU backend can run here, so the calibrated plan is placement 'cpu'";
+  }
 
   if (gpus >= 1) {
     out.push_back(placement("split cpu+cuda", "*=" + cpu.label + "*0.5+cuda*0.5", {cpu.label, "cuda"},

@@ -7,13 +7,14 @@
 //   all <SPEC>       for each other backend: override *=SPEC (a projection the backend declines
 //                    falls back, counted)
 //   threshold        the default plan over every backend given that can run here
-//   calibrated       the plan of a measured profile (not built yet: always skipped, with why)
+//   calibrated       the calibrated plan (RuntimeOptions::profile) over the same backends: the
+//                    caller fills the profile (--profile, or calibrate() in process)
 //   split cpu+cuda   *=cpu*0.5+cuda*0.5, with a GPU
 //   split cuda:0+cuda:1   with two GPUs
 //   split cpu ISAs   without a GPU: *=<cpu,isa=SECOND,threads=1>*0.5+cpu*0.5, SECOND the second
 //                    best instruction set of this CPU, so that the check is never vacuous
 // A placement that cannot run here (no device, no second instruction set, nothing to compare
-// with) is kept in the list with `skipped` saying why.
+// with, one backend for the plans) is kept in the list with `skipped` saying why.
 #pragma once
 
 #include <cstdint>
@@ -35,6 +36,7 @@ struct ModelPlacement {
   std::string skipped;            // why it cannot run here; "" when it runs
   bool single_backend = false;    // all on one backend: the peer of the ratios is the best of these
   std::string floor_backend;      // single_backend: its backend, whose floor it is compared with
+  bool calibrated = false;        // needs options.profile before its runtime is opened
 };
 
 // The placements for `backend_texts` (--backend values, in order). On error the line is printed

@@ -49,6 +49,14 @@ fi
 expect_exit "run-model --json" 0 '"hashes_equal": true' "$tb" run-model "$m" --m 1 --mode i8 --steps 1 --backend cpu --json
 grep -q '"ratio_floor"' "$dir/out" && grep -q '"placement": "floor: read on cpu"' "$dir/out" && pass "run-model --json has the floor and its ratio" || bad "json: $(head -c 300 "$dir/out")"
 
+# The calibrated placement with a profile of `twinbit calibrate` (quick sweep), beside the threshold
+# plan over the same two CPU backends: one hash for all.
+expect_exit "calibrate --quick for run-model" 0 "profile written" "$tb" calibrate --backend cpu --backend cpu,isa=sse2 --quick -o "$dir/q.json"
+expect_exit "run-model --profile: the calibrated placement runs" 0 "every placement gave the same hash" \
+  "$tb" run-model "$m" --m 1 --mode i8 --steps 1 --backend cpu --backend cpu,isa=sse2 --profile "$dir/q.json"
+grep -qE "^calibrated +i8 +1 " "$dir/out" && grep -qE "^threshold +i8 +1 " "$dir/out" && pass "calibrated and threshold rows" || bad "calibrated: $(head -c 600 "$dir/out")"
+expect_exit "run-model: a profile that is not there" 1 "nope.json" "$tb" run-model "$m" --backend cpu --backend cpu,isa=sse2 --profile "$dir/nope.json"
+
 # A backend that flips one bit of every gemm: its placement is named, exit 1.
 expect_exit "run-model with a bit-flipping backend" 1 "not equal to 'cpu': 'all $broken'" \
   "$tb" run-model "$m" --m 1 --mode f32 --steps 1 --backend cpu --backend "$broken"
