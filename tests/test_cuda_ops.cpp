@@ -83,6 +83,26 @@ TEST_CASE("gpu gemv_f32 and pair equal reference bits, rows{1,48,100} x cols{1,3
   }
 }
 
+TEST_CASE("gpu read_floor reads a bound strip set (odd shapes, both precisions); refuses a float matrix and m < 1") {
+  auto cuda = cuda_or_skip();
+  if (!cuda) return;
+  REQUIRE(cuda->has_read_floor());
+  for (tb_prec prec : {TB_PREC_Q8, TB_PREC_Q4}) {
+    for (auto [n, k] : {std::pair<int64_t, int64_t>{1, 32}, {33, 96}, {4096, 2048}}) {
+      const HostStrips h = random_strips(prec, n, k, 77 + n);
+      auto bound = cuda->bind(strips_view(h));
+      REQUIRE(bound.ok());
+      CHECK_MESSAGE(cuda->read_floor(*bound, 1).ok(), "n=" << n << " k=" << k);
+      CHECK(cuda->read_floor(*bound, 32).ok());
+      CHECK(cuda->read_floor(*bound, 0).code() == TB_INVALID_ARGUMENT);
+    }
+  }
+  const auto w = random_floats(64, 3);
+  auto matrix = cuda->bind(matrix_view(w, 8, 8));
+  REQUIRE(matrix.ok());
+  CHECK(cuda->read_floor(*matrix, 1).code() == TB_INVALID_ARGUMENT);
+}
+
 TEST_CASE("gpu gdn_delta equals reference bits: register twin vh48 kh16 kd128 vd128, generic kd64 vd96, kd130 vd200, kd128 vd129") {
   auto cuda = cuda_or_skip();
   if (!cuda) return;

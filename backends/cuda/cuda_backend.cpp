@@ -27,6 +27,7 @@
 #include "core/backend_params.hpp"
 #include "core/numerics.h"
 #include "core/op_checks.h"
+#include "core/strip_layout.h"
 
 namespace twinbit::cuda {
 namespace {
@@ -212,7 +213,7 @@ tb_code describe(void* c, tb_backend_info* out, tb_error*) {
   *out = {};
   out->name = "cuda";
   out->device = ctx.device_desc.c_str();
-  out->features = "gemm.q8,gemm.q4,act.f32,act.i8,gemv_f32,gemv_f32_pair,gdn_delta,quantize_i8";
+  out->features = "gemm.q8,gemm.q4,act.f32,act.i8,gemv_f32,gemv_f32_pair,gdn_delta,quantize_i8,read_floor";
   out->memory_bytes = ctx.memory_bytes;
   return TB_OK;
 }
@@ -638,6 +639,28 @@ Status quantize_impl(Ctx& c, const tb_quantize_args& a) {
   return Status();
 }
 
+// ---- read_floor: the bound strips' bytes read once on the device, dispatched like a gemm (a
+// lane's stream, one synchronisation), so a gemm's time over it is what the kernels add -------
+
+Status read_floor_impl(Ctx& c, const Bound& b, int64_t m) {
+  if (b.kind != TB_WEIGHTS_STRIPS) {
+    return Error(TB_INVALID_ARGUMENT, "cuda: read_floor needs strip weights, the handle holds a float matrix");
+  }
+  if (m < 1) return Error(TB_INVALID_ARGUMENT, "cuda: read_floor: m = %lld (expected >= 1)", (long long)m);
+  TB_CUDA_TRY(cudaSetDevice(c.device));
+  LaneLease lease(c);
+  TB_RETURN_IF_ERROR(lease.acquire());
+  Lane& l = *lease;
+  const StripLayout layout{b.strips.prec, b.strips.n, b.strips.k};
+  TB_RETURN_IF_ERROR(launch_read_bytes(b.d_codes, layout.codes_bytes(), b.d_scales, layout.scales_bytes(), l.stream));
+  TB_CUDA_TRY(cudaStreamSynchronize(l.stream));
+  return Status();
+}
+
+tb_code read_floor(void* c, void* h, int64_t m, tb_error* err) {
+  return read_floor_impl(ctx_of(c), *static_cast<const Bound*>(h), m).to_c(err);
+}
+
 tb_code quantize_i8(void* c, const tb_quantize_args* a, tb_error* err) {
   return quantize_impl(ctx_of(c), *a).to_c(err);
 }
@@ -714,7 +737,7 @@ const tb_backend_iface kIface = {
     .gdn_delta = gdn_delta,
     .destroy = destroy,
     .gemv_f32_pair = gemv_f32_pair,
-    .read_floor = nullptr,  // optional: core's default (UNIMPLEMENTED); bench/cuda measures floors
+    .read_floor = read_floor,
     .quantize_i8 = quantize_i8,
     .get_proc = get_proc,
 };

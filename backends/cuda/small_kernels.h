@@ -50,6 +50,12 @@ Status launch_gdn(const GdnLaunch& a, cudaStream_t stream);
 // scale_to_float (backends/cuda/device_numerics.cuh) of all 65536 halves: out[h] for h in order.
 Status launch_scale_to_float_all(float* out, cudaStream_t stream);
 
+// A pure read of two device regions (a strip set's codes and scales), 16 bytes per load where
+// aligned, folded into a device-side sink so the loads cannot be elided: the floor a gemm on the
+// same bytes is measured against (tb_backend_iface::read_floor).
+Status launch_read_bytes(const void* a, uint64_t a_bytes, const void* b, uint64_t b_bytes,
+                         cudaStream_t stream);
+
 // out[i] = tb_expf(float with bits first_bits + i), i < count (count <= 2^32).
 Status launch_expf_range(uint32_t first_bits, uint64_t count, float* out, cudaStream_t stream);
 
