@@ -102,6 +102,10 @@ int run_calibrate(const CalibrateCliOptions& o) {
                    rate_text(c.flops_per_s, "FLOP").c_str());
     }
   }
+  for (const runtime::SplitCost& c : p.splits) {
+    std::fprintf(text, "split %s + %s, %s %s: measured %.2fx the prediction of its parts alone\n", c.first.c_str(),
+                 c.second.c_str(), runtime::mode_name(c.mode), precision_traits(c.prec).name, c.factor);
+  }
   std::fprintf(text, "profile written to %s\n", o.out.c_str());
   return kExitOk;
 }

@@ -237,3 +237,101 @@ TEST_CASE("calibrate_fit_recovers_the_costs_the_measurements_were_made_from") {
 
 }  // TEST_SUITE
 }  // namespace twinbit::test
+
+namespace twinbit::test {
+namespace {
+
+runtime::Profile profile_with_splits() {
+  runtime::Profile p;
+  p.machine = {"host-2", "cpu model", 4};
+  p.date = "2026-12-02T05:00:00Z";
+  p.twinbit_version = "0.1.0";
+  for (const char* spec : {"a", "b"}) {
+    runtime::BackendProfile b{spec, spec, std::string("device ") + spec, {}};
+    for (tb_act_mode mode : {TB_ACT_F32, TB_ACT_I8}) {
+      for (tb_prec prec : {TB_PREC_Q8, TB_PREC_Q4}) b.costs.push_back(runtime::GemmCost{mode, prec, 5.0, 2e10, 1e11});
+    }
+    p.backends.push_back(b);
+  }
+  p.splits.push_back(runtime::SplitCost{"a", "b", TB_ACT_F32, TB_PREC_Q8, 2.5});
+  p.splits.push_back(runtime::SplitCost{"b", "a", TB_ACT_I8, TB_PREC_Q4, 0.5});
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("profile_split_factors_round_trip_and_are_found_in_either_order") {
+  const runtime::Profile p = profile_with_splits();
+  auto back = runtime::parse_profile(runtime::profile_json(p), "splits.json");
+  REQUIRE(back.ok());
+  CHECK(back->same_measurements(p));
+  CHECK(back->split_factor("a", "b", TB_ACT_F32, TB_PREC_Q8) == 2.5);
+  CHECK(back->split_factor("b", "a", TB_ACT_F32, TB_PREC_Q8) == 2.5);
+  CHECK(back->split_factor("a", "b", TB_ACT_I8, TB_PREC_Q4) == 0.5);
+  CHECK(back->split_factor("a", "b", TB_ACT_I8, TB_PREC_Q8) == 1.0);  // not measured: independent parts
+  // A profile without the field reads as one without factors.
+  runtime::Profile none = p;
+  none.splits.clear();
+  const std::string text = runtime::profile_json(none);
+  CHECK(text.find("splits") == std::string::npos);
+  auto plain = runtime::parse_profile(text, "plain.json");
+  REQUIRE(plain.ok());
+  CHECK(plain->splits.empty());
+}
+
+TEST_CASE("profile_bad_split_entries_are_refused_naming_the_field") {
+  const std::string good = runtime::profile_json(profile_with_splits());
+  auto error_of = [&](const std::string& from, const std::string& to) {
+    std::string text = good;
+    const size_t at = text.find(from);
+    REQUIRE_MESSAGE(at != std::string::npos, from);
+    text.replace(at, from.size(), to);
+    auto p = runtime::parse_profile(text, "bad.json");
+    REQUIRE_FALSE(p.ok());
+    CHECK(p.status().code() == TB_INVALID_ARGUMENT);
+    return p.status().message();
+  };
+  CHECK(error_of("\"factor\": 2.5", "\"factor\": 0").find("splits[0].factor") != std::string::npos);
+  CHECK(error_of("\"factor\": 2.5", "\"factor\": -2").find("splits[0].factor") != std::string::npos);
+  CHECK(error_of("\"first\": \"a\"", "\"first\": \"z\"").find("names backend 'z'") != std::string::npos);
+  CHECK(error_of("\"first\": \"a\"", "\"first\": \"b\"").find("same backend") != std::string::npos);
+  CHECK(error_of("\"mode\": \"i8\",\n      \"prec\": \"q4\",\n      \"factor\": 0.5", "\"mode\": \"f32\",\n      \"prec\": \"q8\",\n      \"factor\": 0.5")
+            .find("given twice") != std::string::npos);
+  CHECK(error_of("\"splits\": [", "\"splits\": [7, ").find("splits[0]") != std::string::npos);
+}
+
+TEST_CASE("calibrated_choice_a_measured_split_factor_keeps_or_takes_away_a_split") {
+  const runtime::Profile p = profile_with_splits();
+  const std::vector<std::string> labels{"a", "b"};
+  std::vector<Candidate> both{Candidate{&p.backends[0], true}, Candidate{&p.backends[1], true}};
+  const GemmShape f32q8{8, 4096, 2048, TB_PREC_Q8, TB_ACT_F32};
+  // Without the profile's factors two equal backends split; a factor of 2.5 makes the split
+  // slower than either alone, so it is not taken, and why says so.
+  CHECK(runtime::choose_calibrated(both, labels, f32q8, 0).placement.is_split());
+  auto kept_whole = runtime::choose_calibrated(both, labels, f32q8, 0, &p);
+  CHECK_FALSE(kept_whole.placement.is_split());
+  CHECK(kept_whole.why.find("split factor 2.50") != std::string::npos);
+  // A factor below 1 (the parts ran faster together than predicted) still splits, and the
+  // predicted time carries it.
+  const GemmShape i8q4{8, 4096, 2048, TB_PREC_Q4, TB_ACT_I8};
+  auto alone = runtime::choose_calibrated(both, labels, i8q4, 0);
+  auto faster = runtime::choose_calibrated(both, labels, i8q4, 0, &p);
+  REQUIRE(faster.placement.is_split());
+  CHECK(faster.predicted_us == doctest::Approx(0.5 * alone.predicted_us));
+}
+
+TEST_CASE("calibrate_measures_a_split_factor_per_pair_and_mode_on_two_cpu_specs") {
+  runtime::CalibrateOptions o;
+  o.quick = true;
+  auto p = runtime::calibrate({"cpu", "cpu,isa=sse2,threads=1"}, o);
+  REQUIRE(p.ok());
+  CHECK(p->splits.size() == 4);  // f32 and i8, q8 and q4
+  for (const runtime::SplitCost& c : p->splits) {
+    CHECK(c.first == "cpu");
+    CHECK(c.second == "cpu,isa=sse2,threads=1");
+    CHECK(std::isfinite(c.factor));
+    CHECK(c.factor > 0.0);
+  }
+}
+
+}  // namespace twinbit::test

@@ -161,10 +161,12 @@ TEST_CASE("calibrate_quick_measures_two_cpu_specs_and_the_runtime_plans_with_the
       CHECK(std::isfinite(c.bytes_per_s + c.flops_per_s + c.fixed_us));
     }
   }
-  // 3 repetitions x 20 points (4 probes and 16 shapes), one line each, in order.
-  REQUIRE(lines.size() == 60);
+  // 3 repetitions x 20 points (4 probes and 16 shapes), one line each, in order; then the pair's
+  // split in each of the 4 (mode, prec).
+  REQUIRE(lines.size() == 64);
   CHECK(lines.front().rfind("calibrate: rep 1/3, shape 1/20 (32 x 32, M 1, f32 q8) on cpu,isa=sse2, cpu", 0) == 0);
-  CHECK(lines.back().rfind("calibrate: rep 3/3, shape 20/20", 0) == 0);
+  CHECK(lines[59].rfind("calibrate: rep 3/3, shape 20/20", 0) == 0);
+  CHECK(lines.back() == "calibrate: split cpu,isa=sse2 + cpu, i8 q4");
   // What it measured, the runtime accepts (same specs, same identities) and plans with.
   auto rt = open_with({"cpu,isa=sse2", "cpu"}, p.value());
   REQUIRE_MESSAGE(rt.ok(), rt.status().to_string());

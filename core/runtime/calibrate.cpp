@@ -5,6 +5,7 @@
 #include <cmath>
 #include <map>
 #include <memory>
+#include <thread>
 #include <tuple>
 
 #include "artifacts/quantize.h"
@@ -14,6 +15,7 @@
 #include "core/precision.h"
 #include "core/reference.h"
 #include "core/registry.h"
+#include "core/strip_layout.h"
 #include "core/runtime/cost_model.h"
 #include "core/runtime/default_plan.h"
 
@@ -125,6 +127,73 @@ struct Calibrated {
   std::map<std::tuple<int, int64_t, int64_t>, std::unique_ptr<BoundWeights>> bound;  // (prec, n, k)
   std::vector<Slot> slots;  // per point
 };
+
+// One part of a measured split: its backend, its columns bound there, and its call.
+struct SplitPart {
+  Calibrated* backend = nullptr;
+  BoundWeights weights;
+  tb_gemm_args args{};
+};
+
+// The parts run concurrently, `calls` times each (part 0 on this thread, part 1 on another, as
+// the runtime runs a split); the wall time per call, in microseconds.
+Result<double> time_split(std::vector<SplitPart>& parts, int calls) {
+  Status second;
+  const double t0 = now_us();
+  std::thread other([&] {
+    for (int i = 0; i < calls && second.ok(); ++i) second = parts[1].backend->backend.gemm(parts[1].weights, parts[1].args);
+  });
+  Status first;
+  for (int i = 0; i < calls && first.ok(); ++i) first = parts[0].backend->backend.gemm(parts[0].weights, parts[0].args);
+  other.join();
+  const double us = (now_us() - t0) / calls;
+  TB_RETURN_IF_ERROR(first);
+  TB_RETURN_IF_ERROR(second);
+  return us;
+}
+
+// The split factor of backends a and b in the (mode, prec) of the sweep's points `at` (the
+// largest shape at the smallest and the largest M): each split cut where the model balances it,
+// run concurrently, its median time over `reps` divided by the model's prediction; the larger of
+// the two points' factors (a split must pay off at either end of the batch sizes).
+Result<double> measure_split_factor(Calibrated& a, const BackendProfile& pa, Calibrated& b, const BackendProfile& pb,
+                                    const std::vector<size_t>& at, const std::vector<Point>& points,
+                                    std::map<std::tuple<int, int64_t, int64_t>, quant::PackedStrips>& weights,
+                                    std::vector<PointData>& data, int reps) {
+  double factor = 0.0;
+  for (size_t i : at) {
+    const Point& p = points[i];
+    const GemmShape shape{p.m, p.n, p.k, p.prec, p.mode};
+    const auto cut = balanced_cut(pa, pb, shape);
+    if (!cut) continue;
+    const tb_strips whole = weights.at(std::make_tuple(static_cast<int>(p.prec), p.n, p.k)).view();
+    const int64_t split_at = cut->first_strips * 32;
+    std::vector<SplitPart> parts;
+    for (auto [backend, begin, count] : {std::make_tuple(&a, int64_t{0}, split_at), std::make_tuple(&b, split_at, p.n - split_at)}) {
+      auto view = StripLayout::columns(whole, begin, count);
+      if (!view.ok()) return view.status();
+      tb_weights_view v{};
+      v.kind = TB_WEIGHTS_STRIPS;
+      v.strips = view.value();
+      auto w = backend->backend.bind(v);
+      if (!w.ok()) return w.status();
+      tb_gemm_args args = data[i].args;
+      args.y = data[i].y.data() + begin;  // each part writes its own columns of every row
+      parts.push_back(SplitPart{backend, std::move(w.value()), args});
+    }
+    const int calls = static_cast<int>(std::clamp(std::ceil(kMinMeasurementUs / std::max(cut->us, 0.01)), 1.0,
+                                                  double(kMaxCallsPerMeasurement)));
+    TB_RETURN_IF_ERROR(time_split(parts, 1).status());  // first touch of the new bindings
+    std::vector<double> us;
+    for (int rep = 0; rep < reps; ++rep) {
+      auto t = time_split(parts, calls);
+      if (!t.ok()) return t.status();
+      us.push_back(t.value());
+    }
+    factor = std::max(factor, median(us) / std::max(cut->us, 0.01));
+  }
+  return factor;
+}
 
 }  // namespace
 
@@ -250,6 +319,33 @@ Result<Profile> calibrate(const std::vector<std::string>& backend_specs, const C
       if (!shapes.empty()) b.costs.push_back(fit_cost(points[i].mode, points[i].prec, median(c.slots[i].us), shapes));
     }
     profile.backends.push_back(std::move(b));
+  }
+
+  // Each pair's split factor per (mode, prec), at the largest shape of the sweep.
+  for (size_t x = 0; x < backends.size(); ++x) {
+    for (size_t y = x + 1; y < backends.size(); ++y) {
+      for (size_t i = 0; i < points.size(); ++i) {
+        if (!points[i].probe) continue;
+        const Point& probe = points[i];
+        if (!profile.backends[x].find(probe.mode, probe.prec) || !profile.backends[y].find(probe.mode, probe.prec)) continue;
+        std::vector<size_t> at;  // the largest shape of this (mode, prec), at its smallest and largest M
+        for (size_t j = i + 1; j < points.size() && !points[j].probe; ++j) {
+          if (at.empty() || points[j].n * points[j].k > points[at.front()].n * points[at.front()].k) at = {j};
+          else if (points[j].n == points[at.front()].n && points[j].k == points[at.front()].k) at.push_back(j);
+        }
+        if (at.size() > 2) at = {at.front(), at.back()};
+        if (options.progress) {
+          options.progress(Format("calibrate: split %s + %s, %s %s", backends[x].spec.c_str(), backends[y].spec.c_str(),
+                                  mode_name(probe.mode), precision_traits(probe.prec).name));
+        }
+        auto factor = measure_split_factor(backends[x], profile.backends[x], backends[y], profile.backends[y], at, points,
+                                           weights, data, reps);
+        if (!factor.ok()) return factor.status();
+        if (factor.value() > 0.0) {
+          profile.splits.push_back(SplitCost{backends[x].spec, backends[y].spec, probe.mode, probe.prec, factor.value()});
+        }
+      }
+    }
   }
   return profile;
 }

@@ -23,6 +23,12 @@
 //                 (large M) give it, the stream-bound ones give less and do not count.
 // A (mode, prec) whose probe or every shape the backend's supports() declines gets no cost.
 //
+// THE SPLITS: for each pair of backends and (mode, prec) both were measured in, the largest shape
+// at the smallest and the largest M is cut where the fitted costs balance it, and the two parts
+// run concurrently (one host thread each, as the runtime runs a split), reps times; the pair's
+// split factor is the larger of the two points' median time / predicted time (Profile::splits):
+// what sharing the host costs a split, which single-backend costs cannot show.
+//
 // Errors: a spec that does not parse or a backend that cannot be created (UNAVAILABLE: no device
 // here), a spec given twice, a gemm that fails (other than UNIMPLEMENTED at supports()).
 #pragma once

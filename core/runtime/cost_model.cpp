@@ -28,6 +28,7 @@ struct Split {
   size_t first = 0, second = 0;
   int64_t first_strips = 0;  // strips of 32 columns on `first`; the rest on `second`
   double us = 0.0;
+  double factor = 1.0;       // the pair's measured split factor, already in `us`
 };
 
 // The cut of a pair that balances its parts. The first part's predicted time grows with its
@@ -67,8 +68,15 @@ Split best_cut(const BackendProfile& a, const BackendProfile& b, const GemmShape
 
 }  // namespace
 
+std::optional<BalancedCut> balanced_cut(const BackendProfile& a, const BackendProfile& b, const GemmShape& shape) {
+  if (!predict_us(a, shape) || !predict_us(b, shape)) return std::nullopt;
+  const Split s = best_cut(a, b, shape);
+  if (s.us < 0.0) return std::nullopt;
+  return BalancedCut{s.first_strips, s.us};
+}
+
 CalibratedChoice choose_calibrated(const std::vector<Candidate>& candidates, const std::vector<std::string>& labels,
-                                   const GemmShape& shape, size_t fallback) {
+                                   const GemmShape& shape, size_t fallback, const Profile* profile) {
   CalibratedChoice c;
   std::vector<size_t> usable;
   std::string listed;
@@ -102,6 +110,8 @@ CalibratedChoice choose_calibrated(const std::vector<Candidate>& candidates, con
       if (s.us < 0.0) continue;  // one strip: nothing to cut
       s.first = usable[x];
       s.second = usable[y];
+      s.factor = profile ? profile->split_factor(labels[s.first], labels[s.second], shape.mode, shape.prec) : 1.0;
+      s.us *= s.factor;
       if (split.us < 0.0 || s.us < split.us) split = s;
     }
   }
@@ -112,9 +122,12 @@ CalibratedChoice choose_calibrated(const std::vector<Candidate>& candidates, con
     const double f = static_cast<double>(split.first_strips) / static_cast<double>(strips);
     c.placement.parts = {PlacementPart{split.first, f}, PlacementPart{split.second, 1.0 - f}};
     c.predicted_us = split.us;
-    c.why = Format("calibrated: %s; split %s %lld + %s %lld columns %s -> split", listed.c_str(), labels[split.first].c_str(),
-                   static_cast<long long>(split.first_strips * 32), labels[split.second].c_str(),
-                   static_cast<long long>(shape.n - split.first_strips * 32), us_text(split.us).c_str());
+    c.why = Format("calibrated: %s; split %s %lld + %s %lld columns %s (split factor %.2f) -> split", listed.c_str(),
+                   labels[split.first].c_str(), static_cast<long long>(split.first_strips * 32), labels[split.second].c_str(),
+                   static_cast<long long>(shape.n - split.first_strips * 32), us_text(split.us).c_str(), split.factor);
+  } else if (split.us >= 0.0 && split.factor != 1.0) {
+    c.why += Format(" (best split %s, split factor %.2f: not %.0f%% faster)", us_text(split.us).c_str(), split.factor,
+                    100.0 * kSplitMargin);
   }
   return c;
 }

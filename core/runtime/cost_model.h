@@ -15,8 +15,10 @@
 // Cuts are at whole strips of 32 columns, as core/runtime/placement.h cuts. A split is chosen
 // only when it beats the best single backend by kSplitMargin, so measurement noise does not buy
 // a split its second thread and the extra binding. Ties keep the earlier backend (list order).
-// The parts are modelled as independent (true of separate devices); two backends on the same
-// cores (two CPU specs) are predicted faster split than they run, with the same bits either way.
+// The parts share the host - memory bandwidth, and the cores a GPU's host thread needs - so a
+// split's balanced prediction is multiplied by the pair's measured split factor
+// (Profile::split_factor: calibrate runs a split of each pair concurrently and divides its time
+// by this prediction); a profile without one predicts the parts as independent.
 #pragma once
 
 #include <cstddef>
@@ -61,10 +63,20 @@ struct CalibratedChoice {
   std::string why;                                 // "calibrated: cpu 41 us, cuda 12 us -> cuda"
 };
 
-// The choice among `candidates` (indexed as the runtime's backends; `labels` name them).
-// When no candidate is both supported and predicted, the placement is `fallback` (the CPU
-// backend) and `why` says so.
+// The cut of a pair that balances its parts' predictions: strips of 32 columns on `a` (the rest
+// on `b`) and the longer part's predicted time, before any split factor. nullopt when the shape
+// has a single strip or either backend has no cost for (mode, prec).
+struct BalancedCut {
+  int64_t first_strips = 0;
+  double us = 0.0;
+};
+std::optional<BalancedCut> balanced_cut(const BackendProfile& a, const BackendProfile& b, const GemmShape& shape);
+
+// The choice among `candidates` (indexed as the runtime's backends; `labels` name them, as the
+// profile's specs do). When no candidate is both supported and predicted, the placement is
+// `fallback` (the CPU backend) and `why` says so. `profile` gives the pairs' split factors (null:
+// factor 1).
 CalibratedChoice choose_calibrated(const std::vector<Candidate>& candidates, const std::vector<std::string>& labels,
-                                   const GemmShape& shape, size_t fallback);
+                                   const GemmShape& shape, size_t fallback, const Profile* profile = nullptr);
 
 }  // namespace twinbit::runtime

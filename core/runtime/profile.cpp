@@ -93,6 +93,13 @@ std::string profile_json(const Profile& p) {
     }
     j["backends"].push_back({{"spec", b.spec}, {"name", b.name}, {"device", b.device}, {"costs", costs}});
   }
+  if (!p.splits.empty()) {
+    j["splits"] = ojson::array();
+    for (const SplitCost& c : p.splits) {
+      j["splits"].push_back({{"first", c.first}, {"second", c.second}, {"mode", mode_name(c.mode)},
+                             {"prec", precision_traits(c.prec).name}, {"factor", c.factor}});
+    }
+  }
   // Doubles are written with 17 significant digits by nlohmann, so a round trip is exact.
   return j.dump(2, ' ', false, ojson::error_handler_t::replace) + "\n";
 }
@@ -190,7 +197,39 @@ Result<BackendProfile> parse_backend(const json& j, const std::string& path, con
   return b;
 }
 
+Result<SplitCost> parse_split(const json& j, const std::string& path, const std::string& source, const Profile& p) {
+  if (!j.is_object()) return Error(TB_INVALID_ARGUMENT, "profile %s: field '%s' must be an object", source.c_str(), path.c_str());
+  Fields f(j, path, source);
+  SplitCost c;
+  TB_ASSIGN(c.first, f.text("first"));
+  TB_ASSIGN(c.second, f.text("second"));
+  for (const char* field : {"first", "second"}) {
+    const std::string& spec = std::string(field) == "first" ? c.first : c.second;
+    if (p.find(spec) == nullptr) return f.error(field, Format("names backend '%s', which the profile does not list", spec.c_str()));
+  }
+  if (c.first == c.second) return f.error("second", Format("is the same backend as first ('%s')", c.first.c_str()));
+  std::string mode, prec;
+  TB_ASSIGN(mode, f.text("mode"));
+  auto m = mode_from_name(mode);
+  if (!m.ok()) return f.error("mode", m.status().message());
+  c.mode = m.value();
+  TB_ASSIGN(prec, f.text("prec"));
+  auto pr = find_precision(prec);
+  if (!pr.ok()) return f.error("prec", pr.status().message());
+  c.prec = pr.value()->prec;
+  TB_ASSIGN(c.factor, f.number("factor", true));
+  return c;
+}
+
 }  // namespace
+
+double Profile::split_factor(const std::string& a, const std::string& b, tb_act_mode mode, tb_prec prec) const {
+  for (const SplitCost& c : splits) {
+    const bool pair = (c.first == a && c.second == b) || (c.first == b && c.second == a);
+    if (pair && c.mode == mode && c.prec == prec) return c.factor;
+  }
+  return 1.0;
+}
 
 Result<Profile> parse_profile(const std::string& text, const std::string& source) {
   json j;
@@ -235,6 +274,23 @@ Result<Profile> parse_profile(const std::string& text, const std::string& source
       return Error(TB_INVALID_ARGUMENT, "profile %s: field '%s.spec': backend '%s' is given twice", source.c_str(), at.c_str(), b->spec.c_str());
     }
     p.backends.push_back(std::move(b.value()));
+  }
+  if (j.contains("splits")) {  // optional: profiles written before splits were measured lack it
+    const json* splits = nullptr;
+    TB_ASSIGN(splits, f.array("splits"));
+    for (size_t i = 0; i < splits->size(); ++i) {
+      const std::string at = Format("splits[%zu]", i);
+      auto c = parse_split((*splits)[i], at, source, p);
+      if (!c.ok()) return c.status();
+      for (const SplitCost& seen : p.splits) {
+        const bool pair = (seen.first == c->first && seen.second == c->second) || (seen.first == c->second && seen.second == c->first);
+        if (pair && seen.mode == c->mode && seen.prec == c->prec) {
+          return Error(TB_INVALID_ARGUMENT, "profile %s: field '%s': the pair %s + %s in %s %s is given twice", source.c_str(),
+                       at.c_str(), c->first.c_str(), c->second.c_str(), mode_name(c->mode), precision_traits(c->prec).name);
+        }
+      }
+      p.splits.push_back(c.value());
+    }
   }
   return p;
 }

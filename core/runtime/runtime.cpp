@@ -136,7 +136,7 @@ Result<Decision> Runtime::decide(const std::string& entry, int64_t m, tb_act_mod
     for (size_t i = 0; i < backends_.size(); ++i) {
       candidates.push_back(Candidate{backend_profiles_[i], backends_[i].supports(whole).ok()});
     }
-    calibrated = choose_calibrated(candidates, labels_, GemmShape{m, e.n, e.k, e.prec, mode}, cpu_);
+    calibrated = choose_calibrated(candidates, labels_, GemmShape{m, e.n, e.k, e.prec, mode}, cpu_, &*profile_);
     d.predicted_us = calibrated->single_us;
   }
   if (state->rule >= 0) {
