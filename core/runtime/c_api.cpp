@@ -10,6 +10,7 @@
 #include <string>
 
 #include "core/runtime/overrides.h"
+#include "core/runtime/profile.h"
 #include "core/runtime/runtime.h"
 
 struct tb_runtime {
@@ -65,7 +66,8 @@ twinbit::Result<const twinbit::artifact::Entry*> strip_entry(const tb_runtime* r
 extern "C" {
 
 tb_code tb_runtime_open(const char* artifact, const char* const* backend_specs, size_t n_specs,
-                        const char* overrides_text_or_null, tb_runtime** out) {
+                        const char* overrides_text_or_null, const char* profile_path_or_null,
+                        tb_runtime** out) {
   constexpr const char* kCall = "tb_runtime_open";  // names the call in messages
   return guarded(kCall, [&]() -> Status {
     if (out == nullptr) return null_argument("out");
@@ -83,6 +85,11 @@ tb_code tb_runtime_open(const char* artifact, const char* const* backend_specs, 
       auto rules = twinbit::runtime::parse_overrides(overrides_text_or_null, "overrides text");
       if (!rules.ok()) return rules.status();
       options.overrides = std::move(rules.value());
+    }
+    if (profile_path_or_null != nullptr) {
+      auto profile = twinbit::runtime::read_profile(profile_path_or_null);
+      if (!profile.ok()) return profile.status();
+      options.profile = std::move(profile.value());
     }
     auto rt = twinbit::runtime::Runtime::open(artifact, options);
     if (!rt.ok()) return rt.status();

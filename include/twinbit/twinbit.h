@@ -38,13 +38,17 @@ typedef struct tb_runtime tb_runtime;
 // (spec grammar: docs/BACKENDS.md; n_specs = 0: just "cpu"; the first "cpu" spec is the plan's
 // CPU backend, and a plain "cpu" is added when none is listed). `overrides_text_or_null` holds
 // override rules, one PATTERN=TARGET per line as in an overrides file (messages call it
-// "overrides text": "overrides text line 2: ..."), or NULL for none. On success *out is the
-// runtime, to be closed with tb_runtime_close; on failure *out is NULL. Errors: those of
-// Runtime::open (core/runtime/runtime.h): a missing or corrupt artifact, a bad spec, a backend
+// "overrides text": "overrides text line 2: ..."), or NULL for none. `profile_path_or_null` names
+// a profile written by `twinbit calibrate`: calls no override places get the calibrated plan
+// (docs/RUNTIME.md "Calibration and the calibrated plan"); NULL: the threshold plan. On success
+// *out is the runtime, to be closed with tb_runtime_close; on failure *out is NULL. Errors: those
+// of Runtime::open (core/runtime/runtime.h): a missing or corrupt artifact, a bad spec, a backend
 // with no device here (TB_UNAVAILABLE), a malformed rule or one that names an unknown backend or
-// matches no entry (TB_INVALID_ARGUMENT quoting the rule).
+// matches no entry (TB_INVALID_ARGUMENT quoting the rule), a profile that cannot be read or is
+// not valid (naming the file).
 tb_code tb_runtime_open(const char* artifact, const char* const* backend_specs, size_t n_specs,
-                        const char* overrides_text_or_null, tb_runtime** out);
+                        const char* overrides_text_or_null, const char* profile_path_or_null,
+                        tb_runtime** out);
 
 // y[m][ldy] = the gemm of the strip entry `entry` on x (TB_ACT_F32 / TB_ACT_I8 as in
 // core/backend.h tb_gemm_args; I8 mode quantises x once per call). x holds m rows of ldx floats

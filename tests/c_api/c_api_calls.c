@@ -9,10 +9,10 @@
 #include "twinbit/twinbit.h"
 
 tb_code c_api_gemm(const char* artifact, const char* const* specs, size_t n_specs, const char* overrides,
-                   const char* entry, int64_t m, tb_act_mode mode, const float* x, float* y, char* placement,
+                   const char* profile, const char* entry, int64_t m, tb_act_mode mode, const float* x, float* y, char* placement,
                    size_t placement_capacity) {
   tb_runtime* rt = NULL;
-  tb_code code = tb_runtime_open(artifact, specs, n_specs, overrides, &rt);
+  tb_code code = tb_runtime_open(artifact, specs, n_specs, overrides, profile, &rt);
   if (code != TB_OK) return code;
   int64_t n = 0, k = 0;
   code = tb_runtime_entry_shape(rt, entry, &n, &k);
@@ -53,21 +53,21 @@ int c_api_bad_calls(const char* artifact, char* failures, size_t capacity) {
   const char* bad_spec[] = {"cpu", NULL};
   const char* no_such[] = {"tpu"};
 
-  EXPECT(tb_runtime_open(artifact, specs, 2, NULL, NULL), TB_INVALID_ARGUMENT, "tb_runtime_open: out must not be NULL");
-  EXPECT(tb_runtime_open(NULL, specs, 2, NULL, &rt), TB_INVALID_ARGUMENT, "tb_runtime_open: artifact must not be NULL");
+  EXPECT(tb_runtime_open(artifact, specs, 2, NULL, NULL, NULL), TB_INVALID_ARGUMENT, "tb_runtime_open: out must not be NULL");
+  EXPECT(tb_runtime_open(NULL, specs, 2, NULL, NULL, &rt), TB_INVALID_ARGUMENT, "tb_runtime_open: artifact must not be NULL");
   CHECK_THAT(rt == NULL);
-  EXPECT(tb_runtime_open(artifact, NULL, 1, NULL, &rt), TB_INVALID_ARGUMENT, "backend_specs must not be NULL when n_specs is 1");
-  EXPECT(tb_runtime_open(artifact, bad_spec, 2, NULL, &rt), TB_INVALID_ARGUMENT, "backend_specs[1] must not be NULL");
-  EXPECT(tb_runtime_open(artifact, no_such, 1, NULL, &rt), TB_INVALID_ARGUMENT, "tpu");
-  EXPECT(tb_runtime_open("/nonexistent/model.tbc", specs, 2, NULL, &rt), TB_INVALID_ARGUMENT, "cannot open /nonexistent/model.tbc");
-  EXPECT(tb_runtime_open(artifact, specs, 2, "lm_head.q8=cpu\nlm_head.q4", &rt), TB_INVALID_ARGUMENT,
+  EXPECT(tb_runtime_open(artifact, NULL, 1, NULL, NULL, &rt), TB_INVALID_ARGUMENT, "backend_specs must not be NULL when n_specs is 1");
+  EXPECT(tb_runtime_open(artifact, bad_spec, 2, NULL, NULL, &rt), TB_INVALID_ARGUMENT, "backend_specs[1] must not be NULL");
+  EXPECT(tb_runtime_open(artifact, no_such, 1, NULL, NULL, &rt), TB_INVALID_ARGUMENT, "tpu");
+  EXPECT(tb_runtime_open("/nonexistent/model.tbc", specs, 2, NULL, NULL, &rt), TB_INVALID_ARGUMENT, "cannot open /nonexistent/model.tbc");
+  EXPECT(tb_runtime_open(artifact, specs, 2, "lm_head.q8=cpu\nlm_head.q4", NULL, &rt), TB_INVALID_ARGUMENT,
          "overrides text line 2: 'lm_head.q4'");
-  EXPECT(tb_runtime_open(artifact, specs, 2, "lm_head.q8=cpu,isa=avx9", &rt), TB_INVALID_ARGUMENT, "avx9");
-  EXPECT(tb_runtime_open(artifact, specs, 1, "lm_head.q8=cpu,isa=sse2", &rt), TB_INVALID_ARGUMENT,
+  EXPECT(tb_runtime_open(artifact, specs, 2, "lm_head.q8=cpu,isa=avx9", NULL, &rt), TB_INVALID_ARGUMENT, "avx9");
+  EXPECT(tb_runtime_open(artifact, specs, 1, "lm_head.q8=cpu,isa=sse2", NULL, &rt), TB_INVALID_ARGUMENT,
          "is not one of the runtime's backends");
   CHECK_THAT(rt == NULL);
 
-  EXPECT(tb_runtime_open(artifact, specs, 2, "lm_head.*=cpu*0.5+cpu,isa=sse2*0.5", &rt), TB_OK, NULL);
+  EXPECT(tb_runtime_open(artifact, specs, 2, "lm_head.*=cpu*0.5+cpu,isa=sse2*0.5", NULL, &rt), TB_OK, NULL);
   if (rt == NULL) return wrong + failure("the good open gave no runtime", failures, capacity);
   float x[256] = {0}, y[1000] = {0};
   int64_t n = 0, k = 0;

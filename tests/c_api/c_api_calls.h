@@ -11,12 +11,12 @@
 extern "C" {
 #endif
 
-/* Opens `artifact` with `specs` and `overrides` (may be NULL), runs one gemm of `entry` with
+/* Opens `artifact` with `specs`, `overrides` and `profile` (a path; each may be NULL), runs one gemm of `entry` with
  * ldx = K and ldy = N into y, writes the placement line of the call (tb_runtime_describe) into
  * `placement`, and closes the runtime. The first failing call's code (the message: the calling
  * thread's tb_runtime_last_error()). */
 tb_code c_api_gemm(const char* artifact, const char* const* specs, size_t n_specs, const char* overrides,
-                   const char* entry, int64_t m, tb_act_mode mode, const float* x, float* y, char* placement,
+                   const char* profile, const char* entry, int64_t m, tb_act_mode mode, const float* x, float* y, char* placement,
                    size_t placement_capacity);
 
 /* Bad arguments to every call on the runtime test artifact (tests/test_runtime_util.h): each must
