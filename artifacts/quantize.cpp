@@ -13,6 +13,7 @@
 #include "core/numerics.h"
 #include "core/op_checks.h"
 #include "core/strip_layout.h"
+#include "core/tsan_edges.h"
 
 namespace twinbit::quant {
 
@@ -70,7 +71,7 @@ PackedStrips pack_strips(const float* w, int64_t n, int64_t k, tb_prec prec) {
   PackedStrips p = make_strips(prec, n, k);
   const int64_t nstrips = pad32(n) / 32;
   // One strip (32 columns) per task: each writes its own tiles and scales, nothing shared.
-  tbb::parallel_for(tbb::blocked_range<int64_t>(0, nstrips), [&](const tbb::blocked_range<int64_t>& r) {
+  parallel_for_seen_by_tsan(tbb::blocked_range<int64_t>(0, nstrips), [&](const tbb::blocked_range<int64_t>& r) {
     for (int64_t s = r.begin(); s < r.end(); ++s) {
       const int64_t n0 = s * 32, rows = n - n0 < 32 ? n - n0 : 32;
       pack_rows(p, n0, rows, w + n0 * k, k);
@@ -94,7 +95,7 @@ Result<PackedStrips> retile_gguf(std::span<const uint8_t> blocks, int64_t n, int
                  prec_name(prec), (ll)n, (ll)k, (ull)want, blocks.size());
   }
   PackedStrips p = make_strips(prec, n, k);
-  tbb::parallel_for(tbb::blocked_range<int64_t>(0, n, 32), [&](const tbb::blocked_range<int64_t>& r) {
+  parallel_for_seen_by_tsan(tbb::blocked_range<int64_t>(0, n, 32), [&](const tbb::blocked_range<int64_t>& r) {
     for (int64_t row = r.begin(); row < r.end(); ++row) {
       const uint8_t* src = blocks.data() + row * ngroups * block_bytes;
       for (int64_t g = 0; g < ngroups; ++g, src += block_bytes) {
@@ -133,7 +134,7 @@ Result<PackedStrips> concat_strips(std::span<const PackedStrips* const> parts) {
   // the fused one: only the tile index differs, so both offsets come from layouts of equal K.
   const StripLayout layout{prec, total, k};
   const int64_t ngroups = layout.groups(), rb = layout.run_bytes();
-  tbb::parallel_for(tbb::blocked_range<int64_t>(0, total, 32), [&](const tbb::blocked_range<int64_t>& r) {
+  parallel_for_seen_by_tsan(tbb::blocked_range<int64_t>(0, total, 32), [&](const tbb::blocked_range<int64_t>& r) {
     size_t part = 0;
     for (int64_t n = r.begin(); n < r.end(); ++n) {
       while (part + 1 < parts.size() && first_col[part + 1] <= n) ++part;

@@ -17,6 +17,7 @@
 #include "artifacts/stream_writer.h"
 #include "core/numerics.h"
 #include "core/op_checks.h"
+#include "core/tsan_edges.h"
 
 #ifndef TWINBIT_VERSION
 #define TWINBIT_VERSION "0.0.0"
@@ -105,7 +106,7 @@ std::vector<quant::PackedStrips> pack_rows_of(const std::vector<RowSource>& sour
   std::vector<quant::PackedStrips> out;
   for (tb_prec p : precisions) out.push_back(quant::make_strips(p, n, k));
   const int64_t nstrips = pad32(n) / 32;
-  tbb::parallel_for(tbb::blocked_range<int64_t>(0, nstrips), [&](const tbb::blocked_range<int64_t>& r) {
+  parallel_for_seen_by_tsan(tbb::blocked_range<int64_t>(0, nstrips), [&](const tbb::blocked_range<int64_t>& r) {
     std::vector<float> rows(static_cast<size_t>(32 * k));
     for (int64_t s = r.begin(); s < r.end(); ++s) {
       const int64_t n0 = s * 32, count = std::min<int64_t>(32, n - n0);

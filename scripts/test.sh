@@ -5,6 +5,9 @@
 #                   (with the exhaustive conformance runs), gpu (SKIPPED without a device), cli, demo
 #   asan-build      the CPU-side suite again with AddressSanitizer + UndefinedBehaviorSanitizer
 #   asan-tests      its unit, conformance and cli tests
+#   tsan-build      the test binary alone with ThreadSanitizer (CUDA and benchmarks off)
+#   tsan-tests      the tests that run threads (ctest label tsan; tests/CMakeLists.txt), where any
+#                   report fails the stage; tests/tsan.supp lists the system oneTBB's false reports
 # Measured stage times are recorded in docs/results/ci-stages.md.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -30,5 +33,12 @@ cmake --build build-asan -j"$jobs" >>build-asan.log 2>&1 || { grep -E "error" bu
 stage asan-tests
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan --output-on-failure -L "unit|conformance|cli" --timeout 3000
+stage tsan-build
+cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTWINBIT_SANITIZE_THREAD=ON \
+      -DTWINBIT_CUDA=OFF -DTWINBIT_BENCH=OFF >build-tsan.log 2>&1 || { tail -30 build-tsan.log; exit 1; }
+cmake --build build-tsan -j"$jobs" --target twinbit_tests >>build-tsan.log 2>&1 ||
+  { grep -E "error" build-tsan.log | head -30; exit 1; }
+stage tsan-tests
+ctest --test-dir build-tsan --output-on-failure -L tsan --timeout 1200
 stage done
 echo "== suite: $((SECONDS - suite_start)) s"
