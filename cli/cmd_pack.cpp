@@ -4,8 +4,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "artifacts/import/dequantize.h"
 #include "artifacts/import/importer.h"
 #include "artifacts/import/model_kind.h"
+#include "artifacts/import/open_model.h"
 #include "artifacts/synthetic.h"
 #include "cli/cli_common.h"
 #include "cli/output_path.h"
@@ -117,19 +119,6 @@ void print_summary(const import::ImportSummary& s, const std::string& out, bool 
   }
 }
 
-// The model's tensors and the entries to make of them: the GGUF and safetensors readers and the
-// name planner are what open a model; until they are part of the build, this says so.
-struct OpenedModel {
-  std::unique_ptr<import::TensorFile> file;
-  std::vector<import::ImportJob> jobs;
-  std::vector<import::SkipNote> skipped;
-};
-Result<OpenedModel> open_model(const std::string& path, import::ModelKind kind,
-                               const PackOptions&) {
-  return Error(TB_UNIMPLEMENTED, "model %s: reading %s models is not part of this build yet",
-               path.c_str(), import::model_kind_name(kind));
-}
-
 int pack_model(const PackOptions& o) {
   if (o.prec_given && o.precs.size() != 1) {
     return usage_error("pack", Error(TB_INVALID_ARGUMENT, "--prec: an import makes one precision "
@@ -143,6 +132,7 @@ int pack_model(const PackOptions& o) {
   }
   io.strict = o.strict;
   io.source_path = o.model;
+  io.decode = import::to_float_rows;
   auto kind = import::model_kind(o.model);
   if (!kind.ok()) return usage_error("pack", kind.status());
   if (!o.names.empty() && ::access(o.names.c_str(), R_OK) != 0) {
@@ -153,8 +143,13 @@ int pack_model(const PackOptions& o) {
   if (!o.names.empty()) inputs.push_back(o.names);
   auto out = open_output("-o", o.out, inputs);  // checked before the work
   if (!out.ok()) return fail_output("pack", out.status());
-  auto model = open_model(o.model, *kind, o);
+  // Every planned projection is written; with --fuse, the fused entries as well (open_model.h).
+  import::OpenModelOptions mo;
+  for (const std::string& f : o.fuse) (f == "qkv" ? mo.fuse_qkv : mo.fuse_gate_up) = true;
+  mo.name_map = o.names;
+  auto model = import::open_model(o.model, *kind, mo);
   if (!model.ok()) return fail("pack", model.status());
+  for (const std::string& note : model->notes) std::fprintf(stderr, "note: %s\n", note.c_str());
   const bool tty = ::isatty(STDERR_FILENO) == 1;
   io.progress = [tty](const import::ImportProgress& p) { show_progress(p, tty); };
   auto summary = import::import_model(*model->file, model->jobs, model->skipped, out.value(), io);
