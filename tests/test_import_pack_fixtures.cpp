@@ -3,6 +3,7 @@
 // CLI runs them. Q8_0 tensors packed at q8 and Q4_0 tensors at q4 are lossless (the artifact's
 // values equal the gguf package's dequantisation, which the fixture holds, bit for bit); float
 // tensors packed equal the package's Q8_0 / Q4_0 quantisation of them, re-tiled, bit for bit.
+// The safetensors reader's release() leaves the bytes it hands out unchanged.
 #include <doctest/doctest.h>
 
 #include <cstring>
@@ -13,6 +14,7 @@
 #include "artifacts/atomic_file.h"
 #include "artifacts/import/dequantize.h"
 #include "artifacts/import/open_model.h"
+#include "artifacts/import/safetensors_file.h"
 #include "artifacts/quantize.h"
 #include "core/numerics.h"
 #include "core/strip_layout.h"
@@ -183,6 +185,30 @@ TEST_CASE("pack_safetensors_fixtures_float_tensors_equal_pack_strips_of_their_va
         CHECK(scales == want.scales);
       }
     }
+  }
+}
+
+TEST_CASE("safetensors_release_drops_pages_but_the_bytes_read_back_unchanged") {
+  for (const char* fixture : {"hf_f32.safetensors", "sharded"}) {
+    auto f = open_safetensors(import_fixture(fixture).string());
+    REQUIRE_MESSAGE(f.ok(), f.status().to_string());
+    int decoded = 0;
+    for (const SourceTensor& t : (*f)->tensors()) {
+      INFO(std::string(fixture), " ", t.name);
+      const auto before = (*f)->bytes(t);
+      const std::vector<uint8_t> copy(before.begin(), before.end());
+      (*f)->release(t);
+      const auto after = (*f)->bytes(t);
+      CHECK(after.data() == before.data());
+      REQUIRE(after.size() == copy.size());
+      CHECK(std::memcmp(after.data(), copy.data(), copy.size()) == 0);
+      if (t.dims.size() == 2) {  // decoded from the pages read again
+        std::vector<float> w(static_cast<size_t>(t.dims[0] * t.dims[1]));
+        CHECK(to_float_rows(t, after, 0, t.dims[0], w.data()).ok());
+        ++decoded;
+      }
+    }
+    CHECK(decoded > 0);
   }
 }
 
