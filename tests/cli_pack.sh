@@ -84,6 +84,10 @@ done
 "$tb" pack "$fx/tiny_llama.gguf" -o "$dir/m.tbsc" >"$dir/out" 2>&1
 grep -q "skipped .*token_embd.weight" "$dir/out" && grep -q "skipped .*blk.0.attn_norm.weight" "$dir/out" \
   && pass "the summary lists the skipped embedding and norms" || bad "summary: $(head -c 600 "$dir/out")"
+# A tensor also stacked into a fused entry is counted once in the summary's first line.
+"$tb" pack "$fx/tiny_llama.gguf" --fuse qkv,gate_up -o "$dir/m.tbsc" >"$dir/out" 2>&1
+grep -q "19 entries from 15 tensors (4 re-tiled losslessly, 4 quantised, 7 converted), 83.7 KB in" "$dir/out" \
+  && pass "the fused summary counts each tensor once" || bad "fused summary: $(grep wrote "$dir/out")"
 "$tb" pack "$fx/tied_bf16.safetensors" -o "$dir/m.tbsc" >"$dir/out" 2>&1
 grep -q "lm_head" "$dir/out" && grep -qi "tied\|embedding" "$dir/out" \
   && pass "a tied embedding is packed as lm_head, and said so" || bad "tied: $(head -c 600 "$dir/out")"
