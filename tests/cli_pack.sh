@@ -104,6 +104,11 @@ printf 'blk.*.attn_*=-\nblk.*.ffn_gate.weight=-\nblk.*.ffn_up.weight=-\noutput.w
 expect_exit "--strict refuses a K-quant tensor" 1 "--strict: tensor 'blk\.0\.ffn_down\.weight' \(Q4_K\)" \
   "$tb" pack "$fx/tiny_llama.gguf" --strict --names "$dir/kq.map" -o "$dir/x.tbsc"
 rm -f "$dir/kq.map"
+printf 'blk.*.attn_q.weight=blk.*.attn_q\nnonsense\n' >"$dir/bad.map"
+expect_exit "a malformed name map, quoted with its line" 1 "bad.map:2: 'nonsense' is not SOURCE_NAME_OR_GLOB=ENTRY" \
+  "$tb" pack "$fx/tiny_llama.gguf" --names "$dir/bad.map" -o "$dir/x.tbsc"
+rm -f "$dir/bad.map"
+nothing_written "a malformed name map"
 nothing_written "a --strict refusal"
 
 # A truncated model: exit 1 with the reader's message, no output file.
