@@ -2,10 +2,14 @@
 // import pipeline (artifacts/import/importer.h), or from the synthetic model generator.
 #include <unistd.h>
 
+#include <set>
+
 #include <nlohmann/json.hpp>
 
+#include "artifacts/import/dequantize.h"
 #include "artifacts/import/importer.h"
 #include "artifacts/import/model_kind.h"
+#include "artifacts/import/open_model.h"
 #include "artifacts/synthetic.h"
 #include "cli/cli_common.h"
 #include "cli/output_path.h"
@@ -99,11 +103,18 @@ void print_summary(const import::ImportSummary& s, const std::string& out, bool 
     std::printf("%s\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     return;
   }
+  // A tensor that is also part of a fused entry is listed twice in s.tensors; counted once here.
   size_t counts[3] = {};
-  for (const import::ImportedTensor& t : s.tensors) ++counts[static_cast<int>(t.how)];
+  uint64_t bytes_in = 0;
+  std::set<std::string> seen;
+  for (const import::ImportedTensor& t : s.tensors) {
+    if (!seen.insert(t.tensor).second) continue;
+    ++counts[static_cast<int>(t.how)];
+    bytes_in += t.bytes_in;
+  }
   std::printf("wrote %s: %zu entries from %zu tensors (%zu re-tiled losslessly, %zu quantised, "
-              "%zu converted), %s in, %s out, in %s\n", out.c_str(), s.entries, s.tensors.size(),
-              counts[0], counts[1], counts[2], format_bytes(s.bytes_in).c_str(),
+              "%zu converted), %s in, %s out, in %s\n", out.c_str(), s.entries, seen.size(),
+              counts[0], counts[1], counts[2], format_bytes(bytes_in).c_str(),
               format_bytes(s.bytes_out).c_str(), format_time_us(s.seconds * 1e6).c_str());
   for (const import::ImportedTensor& t : s.tensors) {
     if (t.how == import::ImportedTensor::How::retiled) continue;
@@ -115,19 +126,6 @@ void print_summary(const import::ImportSummary& s, const std::string& out, bool 
     std::printf("  skipped    %s (%s): %s\n", k.tensor.c_str(), format_bytes(k.bytes).c_str(),
                 k.why.c_str());
   }
-}
-
-// The model's tensors and the entries to make of them: the GGUF and safetensors readers and the
-// name planner are what open a model; until they are part of the build, this says so.
-struct OpenedModel {
-  std::unique_ptr<import::TensorFile> file;
-  std::vector<import::ImportJob> jobs;
-  std::vector<import::SkipNote> skipped;
-};
-Result<OpenedModel> open_model(const std::string& path, import::ModelKind kind,
-                               const PackOptions&) {
-  return Error(TB_UNIMPLEMENTED, "model %s: reading %s models is not part of this build yet",
-               path.c_str(), import::model_kind_name(kind));
 }
 
 int pack_model(const PackOptions& o) {
@@ -143,6 +141,7 @@ int pack_model(const PackOptions& o) {
   }
   io.strict = o.strict;
   io.source_path = o.model;
+  io.decode = import::to_float_rows;
   auto kind = import::model_kind(o.model);
   if (!kind.ok()) return usage_error("pack", kind.status());
   if (!o.names.empty() && ::access(o.names.c_str(), R_OK) != 0) {
@@ -153,8 +152,13 @@ int pack_model(const PackOptions& o) {
   if (!o.names.empty()) inputs.push_back(o.names);
   auto out = open_output("-o", o.out, inputs);  // checked before the work
   if (!out.ok()) return fail_output("pack", out.status());
-  auto model = open_model(o.model, *kind, o);
+  // Every planned projection is written; with --fuse, the fused entries as well (open_model.h).
+  import::OpenModelOptions mo;
+  for (const std::string& f : o.fuse) (f == "qkv" ? mo.fuse_qkv : mo.fuse_gate_up) = true;
+  mo.name_map = o.names;
+  auto model = import::open_model(o.model, *kind, mo);
   if (!model.ok()) return fail("pack", model.status());
+  for (const std::string& note : model->notes) std::fprintf(stderr, "note: %s\n", note.c_str());
   const bool tty = ::isatty(STDERR_FILENO) == 1;
   io.progress = [tty](const import::ImportProgress& p) { show_progress(p, tty); };
   auto summary = import::import_model(*model->file, model->jobs, model->skipped, out.value(), io);

@@ -70,6 +70,18 @@ class SafetensorsFile final : public TensorFile {
     return {m.data() + t.offset, static_cast<size_t>(t.bytes)};
   }
   std::vector<std::pair<std::string, std::string>> metadata() const override { return metadata_; }
+  // Drops the shard mapping's pages that lie wholly inside t's bytes (a neighbour's bytes on a
+  // shared page stay); the mapping is read-only and private, so a later read faults them back in
+  // from the file, unchanged. A pass over shards larger than memory keeps a bounded resident set.
+  void release(const SourceTensor& t) const override {
+    const auto span = bytes(t);
+    if (span.empty()) return;
+    const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+    const auto begin = reinterpret_cast<uintptr_t>(span.data());
+    const uintptr_t first = (begin + page - 1) / page * page;
+    const uintptr_t last = (begin + span.size()) / page * page;
+    if (first < last) ::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
+  }
 
   // Maps `path` as shard number files_.size() and parses its header.
   Result<SafetensorsHeader> add(const std::string& path) {

@@ -88,7 +88,9 @@ struct SafetensorsIndex {
 Result<SafetensorsIndex> parse_safetensors_index(std::string_view text, const std::string& source);
 
 // Opens `path`: a .safetensors file, a model.safetensors.index.json, or a folder holding either
-// (the index is preferred when both are there).
+// (the index is preferred when both are there). Each shard is mapped read-only; release(t) drops
+// the mapping's pages lying wholly inside t's bytes (read again from the file if asked for), so a
+// pass over shards larger than memory keeps a bounded resident set.
 Result<std::unique_ptr<TensorFile>> open_safetensors(const std::string& path);
 
 // The safetensors dtype names and their element sizes in bits (0 when the name is not one).
