@@ -88,6 +88,11 @@ grep -q "skipped .*token_embd.weight" "$dir/out" && grep -q "skipped .*blk.0.att
 "$tb" pack "$fx/tiny_llama.gguf" --fuse qkv,gate_up -o "$dir/m.tbsc" >"$dir/out" 2>&1
 grep -q "19 entries from 15 tensors (4 re-tiled losslessly, 4 quantised, 7 converted), 83.7 KB in" "$dir/out" \
   && pass "the fused summary counts each tensor once" || bad "fused summary: $(grep wrote "$dir/out")"
+# The runtime takes an imported model as it takes the synthetic one: run-model finds the step's
+# projections (blk.L.attn_qkv ... lm_head) by the per-layer names and every placement agrees.
+"$tb" run-model "$dir/m.tbsc" --m 1,3 --steps 1 >"$dir/out" 2>"$dir/err" \
+  && grep -q "every placement gave the same hash" "$dir/out" \
+  && pass "run-model on an imported model" || bad "run-model on an imported model ($(head -c 300 "$dir/err"))"
 "$tb" pack "$fx/tied_bf16.safetensors" -o "$dir/m.tbsc" >"$dir/out" 2>&1
 grep -q "lm_head" "$dir/out" && grep -qi "tied\|embedding" "$dir/out" \
   && pass "a tied embedding is packed as lm_head, and said so" || bad "tied: $(head -c 600 "$dir/out")"
