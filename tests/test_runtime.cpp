@@ -40,19 +40,6 @@ Status open_error(std::vector<std::string> backends, const std::string& override
   return rt.ok() ? Status() : rt.status();
 }
 
-// Runs the entry through the runtime and checks the bits against the reference of the whole.
-void check_bits(Runtime& rt, const std::string& entry, int64_t m, tb_act_mode mode, uint64_t seed) {
-  const artifact::Entry* e = rt.artifact().find(entry);
-  REQUIRE(e != nullptr);
-  const std::vector<float> x = random_activations(m * e->k, seed);
-  const std::vector<float> want = reference_gemm(rt.artifact(), entry, m, mode, x);
-  std::vector<float> got(want.size(), -1.0f);
-  const Status s = rt.gemm(entry, m, mode, x.data(), e->k, got.data(), e->n);
-  REQUIRE_MESSAGE(s.ok(), s.to_string());
-  INFO(entry, " m=", m, " mode=", mode == TB_ACT_F32 ? "f32" : "i8");
-  CHECK(first_difference(want.data(), got.data(), want.size()) == -1);
-}
-
 std::string fraction_text(int thousandths) { return Format("%d.%03d", thousandths / 1000, thousandths % 1000); }
 
 }  // namespace
@@ -100,8 +87,8 @@ TEST_CASE("runtime_overrides_first_match_wins_over_the_threshold") {
   auto other = rt->decide("ffn_down.q8", 1, TB_ACT_F32);
   REQUIRE(other.ok());
   CHECK(other->why.find("threshold") != std::string::npos);
-  check_bits(*rt, "lm_head.q4", 3, TB_ACT_F32, 11);
-  check_bits(*rt, "lm_head.q8", 32, TB_ACT_I8, 12);
+  check_runtime_bits(*rt, "lm_head.q4", 3, TB_ACT_F32, 11);
+  check_runtime_bits(*rt, "lm_head.q8", 32, TB_ACT_I8, 12);
 }
 
 TEST_CASE("runtime_column_splits_with_random_cuts_give_the_bits_of_the_whole") {
@@ -125,7 +112,7 @@ TEST_CASE("runtime_column_splits_with_random_cuts_give_the_bits_of_the_whole") {
     auto rt = open_runtime(backends, rules);
     for (const std::string& entry : entries) {
       for (int64_t m : {int64_t{1}, int64_t{5}, int64_t{32}}) {
-        for (tb_act_mode mode : {TB_ACT_F32, TB_ACT_I8}) check_bits(*rt, entry, m, mode, rng());
+        for (tb_act_mode mode : {TB_ACT_F32, TB_ACT_I8}) check_runtime_bits(*rt, entry, m, mode, rng());
       }
     }
     for (const auto& r : rt->report()) {
@@ -161,11 +148,11 @@ TEST_CASE("runtime_fallback_from_a_backend_that_implements_nothing_keeps_the_bit
   CHECK(d->placement.parts[0].backend == 1);
   CHECK(d->fallbacks == 1);
   CHECK(d->why.find("fallback: null declined") != std::string::npos);
-  check_bits(*rt, "attn_q.q8", 1, TB_ACT_F32, 1);
-  check_bits(*rt, "attn_q.q8", 7, TB_ACT_I8, 2);
-  check_bits(*rt, "ffn_down.q4", 32, TB_ACT_I8, 3);
-  check_bits(*rt, "lm_head.q8", 32, TB_ACT_F32, 4);
-  check_bits(*rt, "lm_head.q8", 2, TB_ACT_I8, 5);
+  check_runtime_bits(*rt, "attn_q.q8", 1, TB_ACT_F32, 1);
+  check_runtime_bits(*rt, "attn_q.q8", 7, TB_ACT_I8, 2);
+  check_runtime_bits(*rt, "ffn_down.q4", 32, TB_ACT_I8, 3);
+  check_runtime_bits(*rt, "lm_head.q8", 32, TB_ACT_F32, 4);
+  check_runtime_bits(*rt, "lm_head.q8", 2, TB_ACT_I8, 5);
   for (const auto& r : rt->report()) {
     INFO(r.entry);
     if (r.entry == "attn_q.q8") {
@@ -191,10 +178,10 @@ TEST_CASE("runtime_fallback_at_the_call_when_supports_accepted") {
   REQUIRE(planned.ok());
   CHECK(planned->placement.parts[0].backend == 1);
   CHECK(planned->fallbacks == 0);
-  check_bits(*rt, "lm_head.q8", 32, TB_ACT_F32, 21);
-  check_bits(*rt, "lm_head.q4", 32, TB_ACT_I8, 22);
-  check_bits(*rt, "attn_v.q4", 3, TB_ACT_I8, 23);
-  check_bits(*rt, "attn_q.q8", 1, TB_ACT_F32, 24);  // below the threshold: the CPU, no fallback
+  check_runtime_bits(*rt, "lm_head.q8", 32, TB_ACT_F32, 21);
+  check_runtime_bits(*rt, "lm_head.q4", 32, TB_ACT_I8, 22);
+  check_runtime_bits(*rt, "attn_v.q4", 3, TB_ACT_I8, 23);
+  check_runtime_bits(*rt, "attn_q.q8", 1, TB_ACT_F32, 24);  // below the threshold: the CPU, no fallback
   for (const auto& r : rt->report()) {
     INFO(r.entry);
     if (r.entry == "lm_head.q8" || r.entry == "lm_head.q4") {
@@ -220,12 +207,12 @@ TEST_CASE("runtime_i8_quantises_once_per_call_on_the_first_backend_of_the_placem
   auto count = reinterpret_cast<int64_t (*)()>(b->proc("test.quantize_calls"));
   REQUIRE(b->proc("test.quantize_calls") != nullptr);
   const int64_t before = count();
-  check_bits(*rt, "lm_head.q8", 5, TB_ACT_I8, 31);  // three parts, one quantisation
+  check_runtime_bits(*rt, "lm_head.q8", 5, TB_ACT_I8, 31);  // three parts, one quantisation
   CHECK(count() == before + 1);
-  check_bits(*rt, "lm_head.q8", 32, TB_ACT_I8, 32);
+  check_runtime_bits(*rt, "lm_head.q8", 32, TB_ACT_I8, 32);
   CHECK(count() == before + 2);
-  check_bits(*rt, "lm_head.q8", 4, TB_ACT_F32, 33);  // F32 mode: none
-  check_bits(*rt, "lm_head.q4", 4, TB_ACT_I8, 34);   // the CPU part is first: the CPU quantises
+  check_runtime_bits(*rt, "lm_head.q8", 4, TB_ACT_F32, 33);  // F32 mode: none
+  check_runtime_bits(*rt, "lm_head.q4", 4, TB_ACT_I8, 34);   // the CPU part is first: the CPU quantises
   CHECK(count() == before + 2);
 }
 

@@ -24,18 +24,6 @@ std::unique_ptr<runtime::Runtime> open_gpu_runtime(std::vector<std::string> back
   return std::move(rt.value());
 }
 
-void check_gpu_bits(runtime::Runtime& rt, const std::string& entry, int64_t m, tb_act_mode mode, uint64_t seed) {
-  const artifact::Entry* e = rt.artifact().find(entry);
-  REQUIRE(e != nullptr);
-  const std::vector<float> x = random_activations(m * e->k, seed);
-  const std::vector<float> want = reference_gemm(rt.artifact(), entry, m, mode, x);
-  std::vector<float> got(want.size(), -1.0f);
-  const Status s = rt.gemm(entry, m, mode, x.data(), e->k, got.data(), e->n);
-  REQUIRE_MESSAGE(s.ok(), s.to_string());
-  INFO(entry, " m=", m, " mode=", mode == TB_ACT_F32 ? "f32" : "i8");
-  CHECK(first_difference(want.data(), got.data(), want.size()) == -1);
-}
-
 }  // namespace
 
 TEST_SUITE("gpu") {
@@ -53,7 +41,7 @@ TEST_CASE("gpu runtime: threshold to CUDA and CPU + CUDA column splits give the 
   CHECK(plain->backend_labels()[big->placement.parts[0].backend] == "cuda");
   for (const std::string& entry : entries) {
     for (int64_t m : {int64_t{1}, int64_t{32}}) {
-      for (tb_act_mode mode : {TB_ACT_F32, TB_ACT_I8}) check_gpu_bits(*plain, entry, m, mode, 7 + m);
+      for (tb_act_mode mode : {TB_ACT_F32, TB_ACT_I8}) check_runtime_bits(*plain, entry, m, mode, 7 + m);
     }
   }
   // Two devices, when there are: the same projection's columns on each.
@@ -72,7 +60,7 @@ TEST_CASE("gpu runtime: threshold to CUDA and CPU + CUDA column splits give the 
     auto rt = open_gpu_runtime(backends, rules);
     for (const std::string& entry : entries) {
       for (int64_t m : {int64_t{1}, int64_t{5}, int64_t{32}}) {
-        for (tb_act_mode mode : {TB_ACT_F32, TB_ACT_I8}) check_gpu_bits(*rt, entry, m, mode, rng());
+        for (tb_act_mode mode : {TB_ACT_F32, TB_ACT_I8}) check_runtime_bits(*rt, entry, m, mode, rng());
       }
     }
     for (const auto& r : rt->report()) CHECK(r.fallbacks == 0);

@@ -45,17 +45,7 @@ TEST_CASE("gpu runtime: the calibrated plan over cpu and cuda gives the bits of 
   for (runtime::Runtime* r : {rt.value().get(), split.value().get()}) {
     for (const std::string entry : {"lm_head.q8", "lm_head.q4", "ffn_gate_up.q8", "attn_k.q4"}) {
       for (int64_t m : {int64_t{1}, int64_t{32}}) {
-        for (tb_act_mode mode : {TB_ACT_F32, TB_ACT_I8}) {
-          const artifact::Entry* e = r->artifact().find(entry);
-          REQUIRE(e != nullptr);
-          const std::vector<float> x = random_activations(m * e->k, 17 + m);
-          const std::vector<float> want = reference_gemm(r->artifact(), entry, m, mode, x);
-          std::vector<float> got(want.size(), -1.0f);
-          const Status s = r->gemm(entry, m, mode, x.data(), e->k, got.data(), e->n);
-          REQUIRE_MESSAGE(s.ok(), s.to_string());
-          INFO(entry, " m=", m, " mode=", mode == TB_ACT_F32 ? "f32" : "i8");
-          CHECK(first_difference(want.data(), got.data(), want.size()) == -1);
-        }
+        for (tb_act_mode mode : {TB_ACT_F32, TB_ACT_I8}) check_runtime_bits(*r, entry, m, mode, 17 + m);
       }
     }
   }

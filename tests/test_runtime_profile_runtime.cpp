@@ -50,18 +50,6 @@ Result<std::unique_ptr<Runtime>> open_with(std::vector<std::string> backends, Pr
   return Runtime::open(runtime_test_artifact(), o);
 }
 
-void check_bits(Runtime& rt, const std::string& entry, int64_t m, tb_act_mode mode, uint64_t seed) {
-  const artifact::Entry* e = rt.artifact().find(entry);
-  REQUIRE(e != nullptr);
-  const std::vector<float> x = random_activations(m * e->k, seed);
-  const std::vector<float> want = reference_gemm(rt.artifact(), entry, m, mode, x);
-  std::vector<float> got(want.size(), -1.0f);
-  const Status s = rt.gemm(entry, m, mode, x.data(), e->k, got.data(), e->n);
-  REQUIRE_MESSAGE(s.ok(), s.to_string());
-  INFO(entry, " m=", m, " mode=", mode == TB_ACT_F32 ? "f32" : "i8");
-  CHECK(first_difference(want.data(), got.data(), want.size()) == -1);
-}
-
 }  // namespace
 
 TEST_SUITE("runtime") {
@@ -89,7 +77,7 @@ TEST_CASE("runtime_with_a_profile_splits_two_equal_cpu_backends_with_the_referen
           CHECK(d->placement.is_split());
           for (const auto& share : runtime::column_shares(d->placement, e.n)) CHECK(share.begin % 32 == 0);
         }
-        check_bits(r, e.name, m, mode, 11 + static_cast<uint64_t>(m));
+        check_runtime_bits(r, e.name, m, mode, 11 + static_cast<uint64_t>(m));
       }
     }
   }
@@ -115,7 +103,7 @@ TEST_CASE("runtime_with_a_profile_follows_the_cost_model_and_overrides_still_com
   REQUIRE(big.ok());
   CHECK(runtime::placement_text(big->placement, rt.value()->backend_labels()) == "cpu,threads=1");
   CHECK(big->why.find("-> cpu,threads=1") != std::string::npos);
-  check_bits(*rt.value(), "lm_head.q4", 32, TB_ACT_I8, 3);
+  check_runtime_bits(*rt.value(), "lm_head.q4", 32, TB_ACT_I8, 3);
   auto overridden = rt.value()->decide("attn_q.q8", 1, TB_ACT_F32);  // the model says sse2
   REQUIRE(overridden.ok());
   CHECK(runtime::placement_text(overridden->placement, rt.value()->backend_labels()) == "cpu,threads=1");
@@ -173,7 +161,7 @@ TEST_CASE("calibrate_quick_measures_two_cpu_specs_and_the_runtime_plans_with_the
   auto d = rt.value()->decide("ffn_gate_up.q8", 32, TB_ACT_I8);
   REQUIRE(d.ok());
   CHECK(d->why.rfind("calibrated: cpu,isa=sse2 ", 0) == 0);
-  check_bits(*rt.value(), "ffn_gate_up.q8", 32, TB_ACT_I8, 5);
+  check_runtime_bits(*rt.value(), "ffn_gate_up.q8", 32, TB_ACT_I8, 5);
 
   auto twice = runtime::calibrate({"cpu", "cpu"}, o);
   REQUIRE_FALSE(twice.ok());

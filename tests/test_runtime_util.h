@@ -2,6 +2,8 @@
 // scalar reference of a whole projection to compare every placement with.
 #pragma once
 
+#include <doctest/doctest.h>
+
 #include <cstring>
 #include <string>
 #include <vector>
@@ -13,6 +15,7 @@
 #include "core/reference.h"
 #include "core/runtime/runtime.h"
 #include "test_artifact_util.h"
+#include "tests/test_cpu_util.h"
 
 namespace twinbit::test {
 
@@ -66,6 +69,20 @@ inline std::string best_cpu_spec() {
   const cpu::Isa best = cpu::runnable_isas().front();
   if (best == cpu::Isa::kSse2) return "cpu,threads=2";
   return std::string("cpu,isa=") + cpu::isa_name(best);
+}
+
+// Runs the entry through the runtime and checks the bits against the reference of the whole.
+inline void check_runtime_bits(runtime::Runtime& rt, const std::string& entry, int64_t m, tb_act_mode mode,
+                               uint64_t seed) {
+  const artifact::Entry* e = rt.artifact().find(entry);
+  REQUIRE(e != nullptr);
+  const std::vector<float> x = random_activations(m * e->k, seed);
+  const std::vector<float> want = reference_gemm(rt.artifact(), entry, m, mode, x);
+  std::vector<float> got(want.size(), -1.0f);
+  const Status s = rt.gemm(entry, m, mode, x.data(), e->k, got.data(), e->n);
+  REQUIRE_MESSAGE(s.ok(), s.to_string());
+  INFO(entry, " m=", m, " mode=", mode == TB_ACT_F32 ? "f32" : "i8");
+  CHECK(first_difference(want.data(), got.data(), want.size()) == -1);
 }
 
 }  // namespace twinbit::test

@@ -155,19 +155,25 @@ class Fields {
     lhs = std::move(tb_value_.value()); \
   } while (0)
 
+// The "mode" and "prec" fields of a cost or a split.
+Status parse_mode_prec(const Fields& f, tb_act_mode* mode, tb_prec* prec) {
+  std::string mode_text, prec_text;
+  TB_ASSIGN(mode_text, f.text("mode"));
+  auto m = mode_from_name(mode_text);
+  if (!m.ok()) return f.error("mode", m.status().message());
+  *mode = m.value();
+  TB_ASSIGN(prec_text, f.text("prec"));
+  auto p = find_precision(prec_text);
+  if (!p.ok()) return f.error("prec", p.status().message());
+  *prec = p.value()->prec;
+  return Status();
+}
+
 Result<GemmCost> parse_cost(const json& j, const std::string& path, const std::string& source) {
   if (!j.is_object()) return Error(TB_INVALID_ARGUMENT, "profile %s: field '%s' must be an object", source.c_str(), path.c_str());
   Fields f(j, path, source);
   GemmCost c;
-  std::string mode, prec;
-  TB_ASSIGN(mode, f.text("mode"));
-  auto m = mode_from_name(mode);
-  if (!m.ok()) return f.error("mode", m.status().message());
-  c.mode = m.value();
-  TB_ASSIGN(prec, f.text("prec"));
-  auto p = find_precision(prec);
-  if (!p.ok()) return f.error("prec", p.status().message());
-  c.prec = p.value()->prec;
+  TB_RETURN_IF_ERROR(parse_mode_prec(f, &c.mode, &c.prec));
   TB_ASSIGN(c.fixed_us, f.number("fixed_us", false));
   TB_ASSIGN(c.bytes_per_s, f.number("bytes_per_s", true));
   TB_ASSIGN(c.flops_per_s, f.number("flops_per_s", true));
@@ -208,15 +214,7 @@ Result<SplitCost> parse_split(const json& j, const std::string& path, const std:
     if (p.find(spec) == nullptr) return f.error(field, Format("names backend '%s', which the profile does not list", spec.c_str()));
   }
   if (c.first == c.second) return f.error("second", Format("is the same backend as first ('%s')", c.first.c_str()));
-  std::string mode, prec;
-  TB_ASSIGN(mode, f.text("mode"));
-  auto m = mode_from_name(mode);
-  if (!m.ok()) return f.error("mode", m.status().message());
-  c.mode = m.value();
-  TB_ASSIGN(prec, f.text("prec"));
-  auto pr = find_precision(prec);
-  if (!pr.ok()) return f.error("prec", pr.status().message());
-  c.prec = pr.value()->prec;
+  TB_RETURN_IF_ERROR(parse_mode_prec(f, &c.mode, &c.prec));
   TB_ASSIGN(c.factor, f.number("factor", true));
   return c;
 }
