@@ -9,6 +9,7 @@
 #include <new>
 #include <string>
 
+#include "core/op_checks.h"
 #include "core/runtime/overrides.h"
 #include "core/runtime/profile.h"
 #include "core/runtime/runtime.h"
@@ -45,6 +46,14 @@ tb_code guarded(const char* call, Body&& body) {
   } catch (...) {
     return fail(TB_INTERNAL, call, "an exception that is not a std::exception");
   }
+}
+
+// A C caller may pass any int as the mode; reading one that names no enumerator as tb_act_mode is
+// undefined behaviour in C++, so the argument's bytes are checked before it is used.
+Status check_mode_argument(const tb_act_mode& mode) {
+  const int raw = twinbit::enum_field_value(mode);
+  if (raw == TB_ACT_F32 || raw == TB_ACT_I8) return Status();
+  return Error(TB_INVALID_ARGUMENT, "activation mode %d is not F32 or I8", raw);
 }
 
 Status null_argument(const char* name) {
@@ -106,6 +115,7 @@ tb_code tb_runtime_gemm(tb_runtime* rt, const char* entry, int64_t m, tb_act_mod
     if (entry == nullptr) return null_argument("entry");
     if (x == nullptr) return null_argument("x");
     if (y == nullptr) return null_argument("y");
+    TB_RETURN_IF_ERROR(check_mode_argument(mode));
     return rt->rt->gemm(entry, m, mode, x, ldx, y, ldy);
   });
 }
@@ -135,9 +145,7 @@ tb_code tb_runtime_describe(const tb_runtime* rt, const char* entry, int64_t m, 
       return Error(TB_INVALID_ARGUMENT, "text must not be NULL when capacity is %zu", capacity);
     }
     if (m < 1) return Error(TB_INVALID_ARGUMENT, "m must be >= 1 (got %lld)", static_cast<long long>(m));
-    if (mode != TB_ACT_F32 && mode != TB_ACT_I8) {
-      return Error(TB_INVALID_ARGUMENT, "activation mode %d is not F32 or I8", static_cast<int>(mode));
-    }
+    TB_RETURN_IF_ERROR(check_mode_argument(mode));
     auto d = rt->rt->decide(entry, m, mode);
     if (!d.ok()) return d.status();
     const std::string line = twinbit::runtime::placement_text(d->placement, rt->rt->backend_labels()) + " (" + d->why + ")";
