@@ -38,8 +38,8 @@
 #include <string>
 #include <vector>
 
-#include "core/backend.h"
-#include "core/status.hpp"
+#include <twinbit/backend.h>
+#include <twinbit/status.hpp>
 
 namespace twinbit::artifact {
 

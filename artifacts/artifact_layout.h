@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "artifacts/artifact.h"
-#include "core/status.hpp"
+#include <twinbit/status.hpp>
 
 namespace twinbit::artifact::layout {
 

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "artifacts/atomic_file.h"
-#include "core/status.hpp"
+#include <twinbit/status.hpp>
 
 namespace twinbit::artifact {
 

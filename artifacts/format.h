@@ -52,7 +52,7 @@
 // file ends exactly at the end of the last payload (at the end of the manifest when there is
 // none): there is no tail. Byte counts are exactly what the shape implies (core/op_checks.h):
 // strip codes = strip_codes_bytes(prec, N, K), strip scales = strip_scales_bytes(N, K), matrix
-// data = rows * cols * 4. Strip payloads hold the canonical layout of core/backend.h (tb_strips);
+// data = rows * cols * 4. Strip payloads hold the canonical layout of twinbit/backend.h (tb_strips);
 // a matrix payload is row-major float32 [rows][cols]. Padding, all of which must hold zero:
 //   - header `flags` and `reserved`: 0;
 //   - every gap byte: 0x00 (gaps are not covered by any checksum, so this is their only check);

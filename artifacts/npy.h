@@ -34,7 +34,7 @@
 #include <string>
 #include <vector>
 
-#include "core/status.hpp"
+#include <twinbit/status.hpp>
 
 namespace twinbit::npy {
 

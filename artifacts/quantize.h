@@ -9,9 +9,9 @@
 #include <span>
 #include <vector>
 
-#include "core/backend.h"
+#include <twinbit/backend.h>
 #include "core/block_quantizers.h"
-#include "core/status.hpp"
+#include <twinbit/status.hpp>
 
 namespace twinbit::quant {
 

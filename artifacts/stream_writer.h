@@ -32,7 +32,7 @@
 #include <vector>
 
 #include "artifacts/artifact.h"
-#include "core/status.hpp"
+#include <twinbit/status.hpp>
 
 namespace twinbit::artifact {
 

@@ -1,4 +1,4 @@
-// The padding rule of a strip set in the canonical layout (core/backend.h, docs/FORMAT.md):
+// The padding rule of a strip set in the canonical layout (twinbit/backend.h, docs/FORMAT.md):
 // padding columns (n >= N) and padding k (k >= K, inside the last group) hold code 0 - a q8
 // byte 0x00, a q4 nibble 8 (so 0x88 where both nibbles of a byte are padding) - and padding
 // columns hold scale 0 (fp16 bits 0x0000). Kernels read whole tiles, so padding that is not zero
@@ -8,7 +8,7 @@
 
 #include <cstdint>
 
-#include "core/backend.h"
+#include <twinbit/backend.h>
 
 namespace twinbit::artifact {
 

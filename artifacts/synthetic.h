@@ -28,8 +28,8 @@
 #include <vector>
 
 #include "artifacts/atomic_file.h"
-#include "core/backend.h"
-#include "core/status.hpp"
+#include <twinbit/backend.h>
+#include <twinbit/status.hpp>
 
 namespace twinbit::synthetic {
 

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "core/backend_spec.h"
-#include "core/status.hpp"
+#include <twinbit/status.hpp>
 
 namespace twinbit::bench {
 

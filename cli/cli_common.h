@@ -12,7 +12,7 @@
 
 #include "artifacts/artifact.h"
 #include "core/backend.hpp"
-#include "core/status.hpp"
+#include <twinbit/status.hpp>
 
 namespace twinbit::cli {
 

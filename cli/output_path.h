@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "artifacts/atomic_file.h"
-#include "core/status.hpp"
+#include <twinbit/status.hpp>
 
 namespace twinbit::cli {
 

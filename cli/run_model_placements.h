@@ -25,7 +25,7 @@
 #include "core/runtime/model_step.h"
 #include "core/backend.hpp"
 #include "core/runtime/runtime.h"
-#include "core/status.hpp"
+#include <twinbit/status.hpp>
 
 namespace twinbit::cli {
 

@@ -45,7 +45,7 @@
 #include "core/backend.hpp"
 #include "core/backend_spec.h"
 #include "core/registry.h"
-#include "core/status.hpp"
+#include <twinbit/status.hpp>
 
 namespace twinbit::conformance {
 

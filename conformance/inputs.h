@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "core/backend.h"
+#include <twinbit/backend.h>
 
 namespace twinbit::conformance {
 
@@ -29,7 +29,7 @@ class Rng {
 // The seed of one case: a hash of the suite seed and the case name.
 uint64_t case_seed(uint64_t suite_seed, const std::string& case_name);
 
-// A strip set in the canonical layout (core/backend.h) that owns its payloads.
+// A strip set in the canonical layout (twinbit/backend.h) that owns its payloads.
 struct OwnedStrips {
   tb_prec prec = TB_PREC_Q8;
   int64_t n = 0, k = 0;

@@ -7,7 +7,7 @@
 // image: artifacts/artifact.h, Artifact::weights). So a binding stays usable after the Backend
 // wrapper and the Artifact object that produced it are destroyed.
 //
-// Thread safety is that of the underlying backend (see core/backend.h). A Backend is movable,
+// Thread safety is that of the underlying backend (see twinbit/backend.h). A Backend is movable,
 // not copyable (a moved-from Backend is empty: only destruction and assignment are allowed).
 #pragma once
 
@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "core/backend.h"
-#include "core/status.hpp"
+#include <twinbit/backend.h>
+#include <twinbit/status.hpp>
 
 namespace twinbit {
 

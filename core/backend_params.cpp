@@ -1,4 +1,4 @@
-#include "core/backend_params.hpp"
+#include <twinbit/backend_params.hpp>
 
 #include <cstring>
 #include <string>

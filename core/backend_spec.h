@@ -16,7 +16,7 @@
 // Parsing is exact: an empty part ("cpu,", "cuda:"), a duplicate key, a bad device index or a
 // character outside the grammar is INVALID_ARGUMENT quoting the text and saying what was expected.
 // Which keys a backend accepts is the backend's business: it validates them at creation
-// (core/backend_params.hpp), so the parser knows no backend.
+// (twinbit/backend_params.hpp), so the parser knows no backend.
 #pragma once
 
 #include <cstdint>
@@ -25,7 +25,7 @@
 #include <string_view>
 #include <vector>
 
-#include "core/status.hpp"
+#include <twinbit/status.hpp>
 
 namespace twinbit {
 

@@ -4,9 +4,9 @@
 
 #include <cstring>
 
-#include "core/backend.h"
+#include <twinbit/backend.h>
 #include "core/precision.h"  // check_precision: every tb_prec arriving from outside
-#include "core/status.hpp"
+#include <twinbit/status.hpp>
 
 namespace twinbit {
 

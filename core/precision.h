@@ -10,8 +10,8 @@
 #include <string_view>
 #include <vector>
 
-#include "core/backend.h"
-#include "core/status.hpp"
+#include <twinbit/backend.h>
+#include <twinbit/status.hpp>
 
 namespace twinbit {
 

@@ -11,7 +11,7 @@
 
 #include <cstdint>
 
-#include "core/backend.h"
+#include <twinbit/backend.h>
 
 namespace twinbit::ref {
 

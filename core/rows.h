@@ -12,7 +12,7 @@
 
 #include <cstdint>
 
-#include "core/status.hpp"
+#include <twinbit/status.hpp>
 
 namespace twinbit {
 

@@ -1,4 +1,4 @@
-#include "core/status.hpp"
+#include <twinbit/status.hpp>
 
 #include <cstdio>
 #include <cstring>

@@ -1,17 +1,17 @@
-// The canonical strip layout (core/backend.h, docs/FORMAT.md) as one accessor: sizes, where a
+// The canonical strip layout (twinbit/backend.h, docs/FORMAT.md) as one accessor: sizes, where a
 // column's group of codes and its scale live, and the tb_strips view of a payload. Packers,
 // readers, backends' bind code and tests go through it, so the layout is written down once.
 //
 // A tb_strips is built here and nowhere else: view() for a whole projection, columns() for a
-// range of its columns (a share for one backend or one device; core/backend.h n_total/n_begin).
+// range of its columns (a share for one backend or one device; twinbit/backend.h n_total/n_begin).
 #pragma once
 
 #include <cstdint>
 
-#include "core/backend.h"
+#include <twinbit/backend.h>
 #include "core/numerics.h"
 #include "core/precision.h"
-#include "core/status.hpp"
+#include <twinbit/status.hpp>
 
 namespace twinbit {
 

@@ -52,7 +52,7 @@ Status verify_entry(const std::vector<uint8_t>& b, size_t i) {
   return (*a)->verify((*a)->entries()[i]);
 }
 
-// Where a byte of a strip payload lies, computed from the layout of core/backend.h on its own.
+// Where a byte of a strip payload lies, computed from the layout of twinbit/backend.h on its own.
 struct Cell {
   int64_t column, k_low, k_high;  // q8: k_low == k_high
 };

@@ -1,4 +1,4 @@
-// The growable ABI (core/backend.h): the host adopts a table only after checking its version,
+// The growable ABI (twinbit/backend.h): the host adopts a table only after checking its version,
 // its struct_size and its required entries, reads only the entries inside struct_size, and never
 // calls a refused table - not even destroy. The plugins are built from tests/abi_plugins, whose
 // tables end at a PROT_NONE page: a read past struct_size faults the test.

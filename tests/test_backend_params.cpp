@@ -1,12 +1,12 @@
 // Creation parameters, validated exactly by each backend (cpu, null, cuda; the C ABI helpers of
-// core/backend_params.hpp), device indices, and the cpu backend's isa= and threads= giving the
+// twinbit/backend_params.hpp), device indices, and the cpu backend's isa= and threads= giving the
 // reference's bits. The gpu suite creates every visible GPU by index.
 #include <doctest/doctest.h>
 
 #include <string>
 #include <vector>
 
-#include "core/backend_params.hpp"
+#include <twinbit/backend_params.hpp>
 #include "core/backend_spec.h"
 #include "core/op_checks.h"
 #include "core/reference.h"

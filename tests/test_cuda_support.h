@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "conformance/inputs.h"
-#include "core/backend.h"
+#include <twinbit/backend.h>
 #include "core/numerics.h"
 #include "core/reference.h"
 #include "core/registry.h"

@@ -1,5 +1,5 @@
 // The precision table and the strip layout accessor: the rows agree with the layout documented in
-// core/backend.h (sizes, where each code and scale lives), and unknown precisions are refused with
+// twinbit/backend.h (sizes, where each code and scale lives), and unknown precisions are refused with
 // a message that names them.
 #include <doctest/doctest.h>
 
@@ -17,7 +17,7 @@ using namespace twinbit;
 
 namespace {
 
-// The layout as core/backend.h's comment writes it, independently of StripLayout:
+// The layout as twinbit/backend.h's comment writes it, independently of StripLayout:
 //   q8: codes[((n/32) * (kp/32) + g) * 1024 + (n%32) * 32 + kk]
 //   q4: byte  ((n/32) * (kp/32) + g) * 512 + (n%32) * 16 + kk%16, low nibble kk < 16, code + 8
 //   scales[((n/32) * (kp/32) + g) * 32 + n%32]
@@ -147,7 +147,7 @@ TEST_CASE("strip layout: sizes agree with the table for random shapes") {
   }
 }
 
-TEST_CASE("strip layout: codes and scales written by the accessor sit where core/backend.h says") {
+TEST_CASE("strip layout: codes and scales written by the accessor sit where twinbit/backend.h says") {
   std::mt19937_64 rng(9);
   for (int trial = 0; trial < 12; ++trial) {
     const int64_t n = 1 + static_cast<int64_t>(rng() % 150), k = 1 + static_cast<int64_t>(rng() % 200);

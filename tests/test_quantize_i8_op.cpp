@@ -1,4 +1,4 @@
-// The quantize_i8 operation (core/backend.h): the cpu backend's threaded SIMD entry for every
+// The quantize_i8 operation (twinbit/backend.h): the cpu backend's threaded SIMD entry for every
 // instruction-set tag this CPU runs, and Backend::quantize_i8's reference fallback for a backend
 // without the entry, equal in bits to ref::quantize_activations (codes and scales); argument
 // checks name what is wrong.

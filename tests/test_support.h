@@ -7,7 +7,7 @@
 #include <random>
 #include <vector>
 
-#include "core/backend.h"
+#include <twinbit/backend.h>
 #include "core/numerics.h"
 #include "core/op_checks.h"
 #include "core/strip_layout.h"

@@ -21,7 +21,7 @@
 #include <span>
 
 #include "artifacts/import/tensor_source.h"
-#include "core/status.hpp"
+#include <twinbit/status.hpp>
 
 namespace twinbit::import {
 

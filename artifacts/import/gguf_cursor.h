@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "artifacts/import/tensor_source.h"
-#include "core/status.hpp"
+#include <twinbit/status.hpp>
 
 namespace twinbit::import {
 

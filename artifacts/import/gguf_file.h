@@ -49,7 +49,7 @@
 #include <string>
 
 #include "artifacts/import/tensor_source.h"
-#include "core/status.hpp"
+#include <twinbit/status.hpp>
 
 namespace twinbit::import {
 

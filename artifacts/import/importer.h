@@ -34,8 +34,8 @@
 
 #include "artifacts/atomic_file.h"
 #include "artifacts/import/tensor_source.h"
-#include "core/backend.h"
-#include "core/status.hpp"
+#include <twinbit/backend.h>
+#include <twinbit/status.hpp>
 
 namespace twinbit::import {
 

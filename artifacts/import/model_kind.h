@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "core/status.hpp"
+#include <twinbit/status.hpp>
 
 namespace twinbit::import {
 

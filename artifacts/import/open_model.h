@@ -19,7 +19,7 @@
 #include "artifacts/import/model_kind.h"
 #include "artifacts/import/names.h"
 #include "artifacts/import/tensor_source.h"
-#include "core/status.hpp"
+#include <twinbit/status.hpp>
 
 namespace twinbit::import {
 

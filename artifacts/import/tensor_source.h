@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "core/status.hpp"
+#include <twinbit/status.hpp>
 
 namespace twinbit::import {
 

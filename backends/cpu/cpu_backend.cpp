@@ -16,12 +16,12 @@
 
 #include "backends/cpu/cpu_isa.h"
 #include "backends/cpu/cpu_kernels.h"
-#include "core/backend_params.hpp"
+#include <twinbit/backend_params.hpp>
 #include "core/numerics.h"
 #include "core/op_checks.h"
 #include "core/strip_layout.h"
 #include "core/tsan_edges.h"
-#include "core/status.hpp"
+#include <twinbit/status.hpp>
 
 namespace {
 

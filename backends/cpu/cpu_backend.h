@@ -1,4 +1,4 @@
-// The CPU backend (registered as "cpu"; entry point tb_backend_create_cpu, see core/backend.h
+// The CPU backend (registered as "cpu"; entry point tb_backend_create_cpu, see twinbit/backend.h
 // for the contract of every entry).
 //
 // What it is: the kernels of cpu_kernels.h (xsimd, one source per instruction-set tag) driven by
@@ -6,7 +6,7 @@
 // (usually the mapped artifact) and copies nothing. Work is split across threads by output strips
 // (32 columns) and by rows - never inside a sum - so the bits never depend on the thread count.
 //
-// Creation parameters (core/backend.h tb_backend_params; exact parsing: an unknown key or a bad
+// Creation parameters (twinbit/backend.h tb_backend_params; exact parsing: an unknown key or a bad
 // value fails creation with INVALID_ARGUMENT quoting it and listing the valid ones). The backend
 // reads no environment variable; the CLI maps TWINBIT_CPU_* onto these as defaults
 // (docs/BACKENDS.md).
@@ -36,7 +36,7 @@
 
 #include <cstdint>
 
-#include "core/backend.h"
+#include <twinbit/backend.h>
 
 extern "C" tb_code tb_backend_create_cpu(uint32_t host_abi_version, tb_backend* out_backend,
                                          tb_error* err, const tb_backend_params* params);

@@ -25,7 +25,7 @@
 #include <cstdint>
 
 #include "backends/cpu/cpu_isa.h"
-#include "core/backend.h"
+#include <twinbit/backend.h>
 #include "core/precision.h"
 
 namespace twinbit::cpu {

@@ -11,7 +11,7 @@
 #include <utility>
 
 #include "backends/cpu/cpu_simd.h"
-#include "core/backend.h"
+#include <twinbit/backend.h>
 
 namespace twinbit::cpu::detail {
 

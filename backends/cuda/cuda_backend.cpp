@@ -24,7 +24,7 @@
 #include "artifacts/read_guard.h"
 #include "backends/cuda/cuda_status.h"
 #include "backends/cuda/quantize_kernels.h"
-#include "core/backend_params.hpp"
+#include <twinbit/backend_params.hpp>
 #include "core/numerics.h"
 #include "core/op_checks.h"
 #include "core/strip_layout.h"

@@ -3,15 +3,15 @@
 // the device copy of bound strips (to time kernels alone) and the bind report. Every function checks that the backend passed is a CUDA backend.
 //
 // OWNERSHIP. Nothing here transfers ownership; device pointers stay owned by the bound handle.
-// THREAD SAFETY. As the backend's operations (core/backend.h): any thread, any time.
+// THREAD SAFETY. As the backend's operations (twinbit/backend.h): any thread, any time.
 #pragma once
 
 #include <cstdint>
 
 #include "backends/cuda/gemm_kernels.h"
 #include "backends/cuda/small_kernels.h"
-#include "core/backend.h"
-#include "core/status.hpp"
+#include <twinbit/backend.h>
+#include <twinbit/status.hpp>
 
 namespace twinbit::cuda {
 

@@ -4,7 +4,7 @@
 
 #include <cuda_runtime.h>
 
-#include "core/status.hpp"
+#include <twinbit/status.hpp>
 
 namespace twinbit::cuda {
 

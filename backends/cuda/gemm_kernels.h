@@ -6,7 +6,7 @@
 // split_plan(N, K) accumulates fma(p[g], t[g], a) over its groups in ascending g; the slices are
 // folded out = +0 + a[0] + a[1] + ... in ascending z. Nothing depends on M or launch geometry.
 //
-// MAPPING (the schedule; the layout is core/backend.h's tb_strips).
+// MAPPING (the schedule; the layout is twinbit/backend.h's tb_strips).
 //   - One warp owns one strip (32 output columns): lane l owns column 32*strip + l. Prefill on
 //     large grids (lm_head) gives a warp two strips, so each activation read feeds two columns.
 //   - A block holds 4 warps = 4 (or 8) adjacent strips, one slice z of split_plan, and one tile
@@ -45,9 +45,9 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "core/backend.h"
+#include <twinbit/backend.h>
 #include "core/precision.h"
-#include "core/status.hpp"
+#include <twinbit/status.hpp>
 
 namespace twinbit::cuda {
 

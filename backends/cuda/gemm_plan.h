@@ -28,7 +28,7 @@
 #include <cstdint>
 
 #include "backends/cuda/gemm_kernels.h"
-#include "core/status.hpp"
+#include <twinbit/status.hpp>
 
 namespace twinbit::cuda {
 

@@ -16,7 +16,7 @@
 
 #include <cstdint>
 
-#include "core/status.hpp"
+#include <twinbit/status.hpp>
 
 namespace twinbit::cuda {
 

@@ -18,7 +18,7 @@
 
 #include <cstdint>
 
-#include "core/status.hpp"
+#include <twinbit/status.hpp>
 
 namespace twinbit::cuda {
 

@@ -4,10 +4,10 @@
 // rename the entry point, register it in backends/CMakeLists.txt (or export it as
 // tb_backend_create_v1 from a shared library), then replace one entry at a time and run
 // `twinbit conformance --backend NAME` after each.
-#include "core/backend.h"
-#include "core/backend_params.hpp"
+#include <twinbit/backend.h>
+#include <twinbit/backend_params.hpp>
 #include "core/op_checks.h"
-#include "core/status.hpp"
+#include <twinbit/status.hpp>
 
 namespace {
 

@@ -28,7 +28,7 @@
 
 #include "backends/cuda/gemm_kernels.h"
 #include "backends/cuda/gemm_plan.h"
-#include "core/status.hpp"
+#include <twinbit/status.hpp>
 
 namespace twinbit::bench {
 

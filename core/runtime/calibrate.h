@@ -39,7 +39,7 @@
 #include <vector>
 
 #include "core/runtime/profile.h"
-#include "core/status.hpp"
+#include <twinbit/status.hpp>
 
 namespace twinbit::runtime {
 

@@ -27,7 +27,7 @@
 #include <string>
 #include <vector>
 
-#include "core/backend.h"
+#include <twinbit/backend.h>
 #include "core/runtime/placement.h"
 #include "core/runtime/profile.h"
 

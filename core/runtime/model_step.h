@@ -25,9 +25,9 @@
 #include <vector>
 
 #include "artifacts/artifact.h"
-#include "core/backend.h"
+#include <twinbit/backend.h>
 #include "core/runtime/runtime.h"
-#include "core/status.hpp"
+#include <twinbit/status.hpp>
 
 namespace twinbit::runtime {
 

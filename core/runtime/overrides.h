@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "core/runtime/placement.h"
-#include "core/status.hpp"
+#include <twinbit/status.hpp>
 
 namespace twinbit::runtime {
 

@@ -22,7 +22,7 @@
 //
 // THREADS. Concurrent calls on one Runtime are safe: the table of bindings is guarded by a mutex
 // (a first bind happens under it; operations run outside it), counters are atomic, and backends
-// accept concurrent operations (core/backend.h). The parts of a split run concurrently, one host
+// accept concurrent operations (twinbit/backend.h). The parts of a split run concurrently, one host
 // thread each, and the call returns when all are done.
 #pragma once
 
@@ -40,7 +40,7 @@
 #include "core/runtime/overrides.h"
 #include "core/runtime/placement.h"
 #include "core/runtime/profile.h"
-#include "core/status.hpp"
+#include <twinbit/status.hpp>
 
 namespace twinbit::runtime {
 
@@ -99,7 +99,7 @@ class Runtime {
   // for an unknown entry or one that is not a strip set.
   Result<Decision> decide(const std::string& entry, int64_t m, tb_act_mode mode) const;
 
-  // y[m][n] = the entry's gemm of x (core/backend.h tb_gemm_args): F32 mode reads x [m][ldx]
+  // y[m][n] = the entry's gemm of x (twinbit/backend.h tb_gemm_args): F32 mode reads x [m][ldx]
   // floats; I8 mode quantises x once and passes the codes to every part. y [m][ldy]; only the
   // entry's N columns of each row are written. The bits are those of twinbit::ref.
   Status gemm(const std::string& entry, int64_t m, tb_act_mode mode, const float* x, int64_t ldx,

@@ -6,8 +6,8 @@
 // whatever the placement. The packaging issue completes this header (install, version query);
 // what is here is the runtime's calls.
 //
-// TYPES are the backend ABI's (core/backend.h): tb_code for every status (TB_OK = 0; the codes
-// and their meanings are core/status.h's), tb_act_mode for the activation mode.
+// TYPES are the backend ABI's (twinbit/backend.h): tb_code for every status (TB_OK = 0; the codes
+// and their meanings are twinbit/status.h's), tb_act_mode for the activation mode.
 //
 // ERRORS. Every call that can fail returns a tb_code; on failure it also stores a one-line
 // message, readable with tb_runtime_last_error() on the same thread. The message belongs to the
@@ -25,7 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/backend.h"
+#include <twinbit/backend.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -51,7 +51,7 @@ tb_code tb_runtime_open(const char* artifact, const char* const* backend_specs, 
                         tb_runtime** out);
 
 // y[m][ldy] = the gemm of the strip entry `entry` on x (TB_ACT_F32 / TB_ACT_I8 as in
-// core/backend.h tb_gemm_args; I8 mode quantises x once per call). x holds m rows of ldx floats
+// twinbit/backend.h tb_gemm_args; I8 mode quantises x once per call). x holds m rows of ldx floats
 // (ldx >= K), y m rows of ldy floats (ldy >= N); only the N columns of each row are written.
 tb_code tb_runtime_gemm(tb_runtime* rt, const char* entry, int64_t m, tb_act_mode mode,
                         const float* x, int64_t ldx, float* y, int64_t ldy);

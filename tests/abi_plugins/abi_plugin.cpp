@@ -1,4 +1,4 @@
-// Plugins that test how the host adopts a function table (core/backend.h, "A growable table").
+// Plugins that test how the host adopts a function table (twinbit/backend.h, "A growable table").
 // One source, built in several variants (CMakeLists.txt beside it); each exports
 // tb_backend_create_v1 and does NOT check the host's version itself, so the host's own table
 // checks are what is tested. Underneath is the scalar reference.
@@ -22,9 +22,9 @@
 #include <cstring>
 #include <new>
 
-#include "core/backend.h"
+#include <twinbit/backend.h>
 #include "core/reference.h"
-#include "core/status.hpp"
+#include <twinbit/status.hpp>
 
 #ifndef ABI_PLUGIN_VERSION
 #define ABI_PLUGIN_VERSION TB_BACKEND_ABI_VERSION

@@ -5,9 +5,9 @@
 #include <new>
 #include <vector>
 
-#include "core/backend_params.hpp"
+#include <twinbit/backend_params.hpp>
 #include "core/reference.h"
-#include "core/status.hpp"
+#include <twinbit/status.hpp>
 
 namespace {
 

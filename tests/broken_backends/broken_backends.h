@@ -23,7 +23,7 @@
 // included, broken nowhere.
 #pragma once
 
-#include "core/backend.h"
+#include <twinbit/backend.h>
 
 extern "C" {
 tb_code tb_backend_create_broken_flip_bit(uint32_t host_abi_version, tb_backend* out, tb_error* err,

@@ -11,10 +11,10 @@
 //                                 has to catch the mismatch
 #include <new>
 
-#include "core/backend.h"
-#include "core/backend_params.hpp"
+#include <twinbit/backend.h>
+#include <twinbit/backend_params.hpp>
 #include "core/reference.h"
-#include "core/status.hpp"
+#include <twinbit/status.hpp>
 
 #ifndef EXAMPLE_PLUGIN_ABI
 #define EXAMPLE_PLUGIN_ABI TB_BACKEND_ABI_VERSION

@@ -16,8 +16,8 @@
 //   TB_RESOURCE_EXHAUSTED    out of memory (host or device), with the sizes in the message.
 //   TB_DATA_LOSS             an artifact is corrupt or truncated (checksum, bounds, magic).
 //   TB_INTERNAL              a bug in twinbit or a device error that should not happen.
-#ifndef TWINBIT_CORE_STATUS_H
-#define TWINBIT_CORE_STATUS_H
+#ifndef TWINBIT_STATUS_H
+#define TWINBIT_STATUS_H
 
 #include <stddef.h>
 
@@ -49,4 +49,4 @@ const char* tb_code_name(tb_code code);
 }  // extern "C"
 #endif
 
-#endif  // TWINBIT_CORE_STATUS_H
+#endif  // TWINBIT_STATUS_H

@@ -10,7 +10,7 @@
 #include <utility>
 #include <variant>
 
-#include "core/status.h"
+#include <twinbit/status.h>
 
 namespace twinbit {
 

@@ -43,13 +43,13 @@
 // table's abi_version field, so a plugin of another version is found and refused with a message
 // naming both versions (a renamed symbol would only say "not found"). The symbol is renamed only
 // if the leading arguments of tb_backend_create_fn ever change.
-#ifndef TWINBIT_CORE_BACKEND_H
-#define TWINBIT_CORE_BACKEND_H
+#ifndef TWINBIT_BACKEND_H
+#define TWINBIT_BACKEND_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/status.h"
+#include <twinbit/status.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -307,4 +307,4 @@ typedef tb_code (*tb_backend_devices_fn)(uint32_t host_abi_version, tb_device_in
 }  // extern "C"
 #endif
 
-#endif  // TWINBIT_CORE_BACKEND_H
+#endif  // TWINBIT_BACKEND_H

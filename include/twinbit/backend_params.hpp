@@ -8,8 +8,8 @@
 #include <cstdint>
 #include <initializer_list>
 
-#include "core/backend.h"
-#include "core/status.hpp"
+#include <twinbit/backend.h>
+#include <twinbit/status.hpp>
 
 namespace twinbit {
 
