@@ -26,6 +26,7 @@
 #include <stdint.h>
 
 #include <twinbit/backend.h>
+#include <twinbit/export.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -46,36 +47,36 @@ typedef struct tb_runtime tb_runtime;
 // with no device here (TB_UNAVAILABLE), a malformed rule or one that names an unknown backend or
 // matches no entry (TB_INVALID_ARGUMENT quoting the rule), a profile that cannot be read or is
 // not valid (naming the file).
-tb_code tb_runtime_open(const char* artifact, const char* const* backend_specs, size_t n_specs,
-                        const char* overrides_text_or_null, const char* profile_path_or_null,
-                        tb_runtime** out);
+TWINBIT_API tb_code tb_runtime_open(const char* artifact, const char* const* backend_specs, size_t n_specs,
+                                    const char* overrides_text_or_null, const char* profile_path_or_null,
+                                    tb_runtime** out);
 
 // y[m][ldy] = the gemm of the strip entry `entry` on x (TB_ACT_F32 / TB_ACT_I8 as in
 // twinbit/backend.h tb_gemm_args; I8 mode quantises x once per call). x holds m rows of ldx floats
 // (ldx >= K), y m rows of ldy floats (ldy >= N); only the N columns of each row are written.
-tb_code tb_runtime_gemm(tb_runtime* rt, const char* entry, int64_t m, tb_act_mode mode,
-                        const float* x, int64_t ldx, float* y, int64_t ldy);
+TWINBIT_API tb_code tb_runtime_gemm(tb_runtime* rt, const char* entry, int64_t m, tb_act_mode mode,
+                                    const float* x, int64_t ldx, float* y, int64_t ldy);
 
 // The entry's output columns (*n) and inner dimension (*k). TB_INVALID_ARGUMENT for an unknown
 // entry or one that is not a strip set (it has no gemm).
-tb_code tb_runtime_entry_shape(const tb_runtime* rt, const char* entry, int64_t* n, int64_t* k);
+TWINBIT_API tb_code tb_runtime_entry_shape(const tb_runtime* rt, const char* entry, int64_t* n, int64_t* k);
 
 // Where a gemm of `m` rows of `entry` in `mode` would run, and why, as one line of text:
 // "PLACEMENT (WHY)", e.g. "cpu,isa=sse2*0.5+cpu*0.5 (override overrides text line 1: ...)".
 // Writes at most `capacity` bytes into `text`, always NUL-terminated when capacity > 0
 // (truncated if longer); *length_or_null receives the full length without the NUL, so a caller
 // can size a buffer by calling with capacity 0 and text NULL. Nothing is computed or bound.
-tb_code tb_runtime_describe(const tb_runtime* rt, const char* entry, int64_t m, tb_act_mode mode,
-                            char* text, size_t capacity, size_t* length_or_null);
+TWINBIT_API tb_code tb_runtime_describe(const tb_runtime* rt, const char* entry, int64_t m, tb_act_mode mode,
+                                        char* text, size_t capacity, size_t* length_or_null);
 
 // Closes the runtime (NULL is ignored): its bindings and backends are released.
-void tb_runtime_close(tb_runtime* rt);
+TWINBIT_API void tb_runtime_close(tb_runtime* rt);
 
 // The message of the latest call that failed on this thread, as "CODE: CALL: what was wrong",
 // e.g. "INVALID_ARGUMENT: tb_runtime_gemm: entry must not be NULL" or "INVALID_ARGUMENT:
 // tb_runtime_gemm: no entry 'x' in model.tbc"; "" when none has. Never NULL; the text stays valid
 // until the next failing call on this thread (a message past 2047 bytes is cut).
-const char* tb_runtime_last_error(void);
+TWINBIT_API const char* tb_runtime_last_error(void);
 
 #ifdef __cplusplus
 }  // extern "C"
