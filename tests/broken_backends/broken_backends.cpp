@@ -6,6 +6,7 @@
 #include <vector>
 
 #include <twinbit/backend_params.hpp>
+#include "backends/cpu/cpu_backend.h"
 #include "core/reference.h"
 #include <twinbit/status.hpp>
 
@@ -25,11 +26,15 @@ void flip_lowest_bit(float& f) {
 
 struct Ctx {
   Breakage breakage;
+  // broken_first_element computes with the CPU backend underneath (the demo and run-model tests
+  // run it on whole models, where the scalar reference takes minutes); {} for the others.
+  tb_backend cpu{};
 };
 
 struct Bound {
   tb_weights_view view;
   int64_t gemm_calls = 0;  // on this binding (broken_second_call)
+  void* cpu_handle = nullptr;  // the CPU backend's binding, when the context has one
 };
 
 tb_code describe(void* ctx, tb_backend_info* out, tb_error*) {
@@ -46,7 +51,8 @@ tb_code describe(void* ctx, tb_backend_info* out, tb_error*) {
       break;
     case Breakage::first_element:
       out->name = "broken_first_element";
-      out->device = "test backend: flips one bit of y[0][0] in every gemm";
+      out->device = "test backend: the CPU backend, flipping one bit of y[0][0] in every gemm";
+      out->features = "gemm.q8,gemm.q4,act.f32,act.i8,gemv_f32,gdn_delta";
       break;
     case Breakage::float_ops:
       out->name = "broken_float_ops";
@@ -76,19 +82,39 @@ tb_code describe(void* ctx, tb_backend_info* out, tb_error*) {
 
 tb_code supports(void*, const tb_op_desc*, tb_error*) { return TB_OK; }
 
-tb_code weights_bind(void*, const tb_weights_view* view, void** out_handle, tb_error* err) {
+tb_code weights_bind(void* ctx, const tb_weights_view* view, void** out_handle, tb_error* err) {
   *out_handle = nullptr;
   auto* b = new (std::nothrow) Bound{*view};
   if (!b) return Error(TB_RESOURCE_EXHAUSTED, "broken backend: out of memory").to_c(err);
+  const tb_backend& cpu = static_cast<Ctx*>(ctx)->cpu;
+  if (cpu.iface) {
+    if (tb_code c = cpu.iface->weights_bind(cpu.ctx, view, &b->cpu_handle, err); c != TB_OK) {
+      delete b;
+      return c;
+    }
+  }
   *out_handle = b;
   return TB_OK;
 }
 
-void weights_release(void*, void* handle) { delete static_cast<Bound*>(handle); }
+void weights_release(void* ctx, void* handle) {
+  auto* b = static_cast<Bound*>(handle);
+  const tb_backend& cpu = static_cast<Ctx*>(ctx)->cpu;
+  if (cpu.iface && b->cpu_handle) cpu.iface->weights_release(cpu.ctx, b->cpu_handle);
+  delete b;
+}
 
 tb_code gemm(void* ctx, void* handle, const tb_gemm_args* a, tb_error* err) {
   if (static_cast<Ctx*>(ctx)->breakage == Breakage::declines_at_call) {
     return Error(TB_UNIMPLEMENTED, "declines_at_call backend: gemm declined at the call").to_c(err);
+  }
+  const tb_backend& cpu = static_cast<Ctx*>(ctx)->cpu;
+  if (cpu.iface) {  // broken_first_element: the CPU backend's bits, one of them flipped
+    if (tb_code c = cpu.iface->gemm(cpu.ctx, static_cast<Bound*>(handle)->cpu_handle, a, err); c != TB_OK) {
+      return c;
+    }
+    flip_lowest_bit(a->y[0]);
+    return TB_OK;
   }
   const tb_strips& w = static_cast<Bound*>(handle)->view.strips;
   std::vector<float> y(static_cast<size_t>(a->m * w.n));
@@ -101,7 +127,6 @@ tb_code gemm(void* ctx, void* handle, const tb_gemm_args* a, tb_error* err) {
   if (br == Breakage::flip_bit && a->m == kFlipM && w.n == kFlipN && w.k == kFlipK) {
     flip_lowest_bit(y[kFlipRow * w.n + kFlipCol]);
   }
-  if (br == Breakage::first_element) flip_lowest_bit(y[0]);
   if (br == Breakage::second_call && ++static_cast<Bound*>(handle)->gemm_calls == 2) {
     flip_lowest_bit(y[0]);
   }
@@ -137,7 +162,13 @@ tb_code gdn_delta(void* ctx, const tb_gdn_args* a, tb_error*) {
   return TB_OK;
 }
 
-void destroy(void*) {}
+void destroy(void* ctx) {
+  auto* c = static_cast<Ctx*>(ctx);
+  if (c->cpu.iface) {
+    c->cpu.iface->destroy(c->cpu.ctx);
+    delete c;  // the one kind of context made per creation (create_first_element)
+  }
+}
 
 // counts_quantize: the reference quantiser, counted; the count is read through get_proc.
 std::atomic<int64_t> quantize_calls{0};
@@ -222,10 +253,19 @@ extern "C" tb_code tb_backend_create_broken_last_column(uint32_t host, tb_backen
   return create(host, &kLastColumn, out, err, params);
 }
 
+// A context of its own per creation, holding the CPU backend it computes with.
 extern "C" tb_code tb_backend_create_broken_first_element(uint32_t host, tb_backend* out,
                                                           tb_error* err, const tb_backend_params* params) {
-  return create(host, &kFirstElement, out, err, params);
-
+  if (tb_code c = create(host, &kFirstElement, out, err, params); c != TB_OK) return c;
+  auto* ctx = new (std::nothrow) Ctx{Breakage::first_element};
+  if (!ctx) return Error(TB_RESOURCE_EXHAUSTED, "broken backend: out of memory").to_c(err);
+  if (tb_code c = tb_backend_create_cpu(TB_BACKEND_ABI_VERSION, &ctx->cpu, err, nullptr); c != TB_OK) {
+    delete ctx;
+    *out = {};
+    return c;
+  }
+  out->ctx = ctx;
+  return TB_OK;
 }
 
 extern "C" tb_code tb_backend_create_broken_float_ops(uint32_t host, tb_backend* out, tb_error* err, const tb_backend_params* params) {

@@ -1,12 +1,14 @@
 // Deliberately broken backends, for proving that the conformance suite and the porting check
-// catch what they must. All are the scalar reference underneath, broken in one precise, known way:
+// catch what they must. All are the scalar reference underneath (but broken_first_element, which
+// is the CPU backend underneath), broken in one precise, known way:
 //
 //   broken_flip_bit     gemm at exactly M = 3, N = 33, K = 96 (any precision and mode) flips the
 //                       lowest mantissa bit of y[1][5]: 1 of 99 outputs differs, by 1 ulp.
 //   broken_last_column  gemm with N % 32 != 0 never writes column N - 1 of any row: M of M*N
 //                       outputs differ (they keep what the caller's buffer held).
 //   broken_first_element  every gemm flips the lowest mantissa bit of y[0][0]: 1 of M*N outputs
-//                       differs, by 1 ulp, whatever the shape (what any end-to-end run must see).
+//                       differs, by 1 ulp, whatever the shape (what any end-to-end run must see;
+//                       the CPU backend computes, so a whole model runs in seconds).
 //   broken_float_ops    gemm is exact; gemv_f32 flips the lowest mantissa bit of y[rows - 1];
 //                       its own gemv_f32_pair entry flips that bit of y_b[0] (y_a exact);
 //                       gdn_delta flips it in o[0][0] and in the last element of the state.
