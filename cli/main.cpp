@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cli/cli_common.h"
+#include "cli/version_text.h"
 #include "core/registry.h"
 
 namespace twinbit::cli {
@@ -98,7 +99,8 @@ int cli_main(int argc, char** argv) {
   CLI::App app{
       "twinbit - grouped-quantised projections that give the same bits on every backend.\n"
       "Built-in backends: " + twinbit::builtin_backend_names()};
-  app.set_version_flag("--version", "twinbit " TWINBIT_VERSION);
+  app.set_version_flag("--version", [] { return twinbit::cli::version_text(); },
+                       "Print the version, commit, build type, CUDA backend and CPU ISA, and exit");
   app.require_subcommand(1);
   app.footer(kExitPolicy);
   std::vector<Command> commands = {add_demo(app), add_pack(app), add_info(app), add_run(app),

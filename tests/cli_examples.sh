@@ -38,6 +38,10 @@ expect_exit() {
 
 expect_ok "help" "$tb" --help
 grep -q "Exit status, for every command: 0 ok; 1 failed" "$dir/out" && pass "help states the exit codes" || bad "help: no exit-code policy"
+expect_ok "--version" "$tb" --version
+for f in "^twinbit [0-9]" "^commit: " "^build type: " "^CUDA backend: " "^CPU ISA: .* in use" "^backend ABI: "; do
+  grep -qE "$f" "$dir/out" && pass "--version: $f" || bad "--version lacks $f: $(head -c 300 "$dir/out")"
+done
 for c in demo pack info run conformance check bench gate devices plan calibrate; do expect_ok "help $c" "$tb" "$c" --help; done
 expect_ok "pack --synthetic --small" "$tb" pack --synthetic --small -o "$dir/s.tbsc"
 expect_ok "info --verify" "$tb" info --verify "$dir/s.tbsc"
@@ -192,6 +196,12 @@ head -c 1 "$dir/conf-stdout.json" | grep -q '{' && grep -q '"differ": 0' "$dir/c
 # Backends named by a spec (docs/BACKENDS.md): one grammar everywhere, exact errors, devices listed.
 expect_ok "devices" "$tb" devices
 grep -qE '^cpu:0 ' "$dir/out" && grep -q 'features: gemm.q8' "$dir/out" && pass "devices lists cpu:0 with its features" || bad "devices output: $(head -c 300 "$dir/out")"
+# A CUDA build on a machine without the NVIDIA driver says so, not the runtime's "driver version
+# is insufficient" (the same words the runtime uses for a driver that is merely old).
+if grep -q '^cuda .*not available here' "$dir/out"; then
+  grep -q 'insufficient for CUDA runtime' "$dir/out" && bad "devices: the CUDA runtime's words for a missing driver" \
+    || pass "devices: CUDA unavailable with a reason of its own ($(grep '^cuda' "$dir/out" | cut -c1-90))"
+fi
 expect_ok "devices --json" "$tb" devices --json
 grep -q '"spec": "cpu:0"' "$dir/out" && pass "devices --json names cpu:0" || bad "devices --json output"
 for c in run check conformance demo bench gate devices; do

@@ -816,7 +816,7 @@ twinbit::Status cuda_device_count(int* count) {
   const cudaError_t e = cudaGetDeviceCount(count);
   if (e != cudaSuccess) {
     (void)cudaGetLastError();
-    return twinbit::Error(TB_UNAVAILABLE, "no CUDA device: %s", cudaGetErrorString(e));
+    return twinbit::Error(TB_UNAVAILABLE, "no CUDA device: %s", twinbit::cuda::device_error_text(e).c_str());
   }
   if (*count < 1) return twinbit::Error(TB_UNAVAILABLE, "no CUDA device: the driver reports 0 devices");
   return twinbit::Status();

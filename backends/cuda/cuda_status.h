@@ -4,6 +4,8 @@
 
 #include <cuda_runtime.h>
 
+#include <string>
+
 #include <twinbit/status.hpp>
 
 namespace twinbit::cuda {
@@ -11,6 +13,12 @@ namespace twinbit::cuda {
 // cudaErrorMemoryAllocation -> RESOURCE_EXHAUSTED; a missing device or driver -> UNAVAILABLE;
 // anything else -> INTERNAL. The sticky "last error" is cleared so the next call starts clean.
 Status cuda_status(cudaError_t e, const char* call, const char* file, int line);
+
+// Why no CUDA device can be used, in the user's words, for an error of device discovery:
+// "no NVIDIA driver (...)" when the machine has none (the runtime itself only says "CUDA driver
+// version is insufficient for CUDA runtime version"), "the NVIDIA driver supports CUDA 12.2, this
+// build needs 13.0" when it is too old, else the runtime's own text.
+std::string device_error_text(cudaError_t e);
 
 }  // namespace twinbit::cuda
 
