@@ -26,15 +26,21 @@ stage build
 scripts/build.sh
 stage tests
 ctest --test-dir build --output-on-failure --timeout 3000
+# The sanitizer builds compile at -O1 -g1 (line tables only): 2.5 times less compile time than
+# RelWithDebInfo's -O2 -g with ASan + UBSan instrumentation (measured on seven of the heaviest
+# files: 59 s against 146 s), and -O1 is what the sanitizers' own documentation advises; the
+# stack traces keep function names, files and lines.
+sanitizer_flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG"
+                 "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG")
 stage asan-build
-cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTWINBIT_SANITIZE=ON \
+cmake -S . -B build-asan "${sanitizer_flags[@]}" -DTWINBIT_SANITIZE=ON \
       -DTWINBIT_CUDA=OFF -DTWINBIT_BENCH=OFF >build-asan.log 2>&1 || { tail -30 build-asan.log; exit 1; }
 cmake --build build-asan -j"$jobs" >>build-asan.log 2>&1 || { grep -E "error" build-asan.log | head -30; exit 1; }
 stage asan-tests
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan --output-on-failure -L "unit|conformance|cli" --timeout 3000
 stage tsan-build
-cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTWINBIT_SANITIZE_THREAD=ON \
+cmake -S . -B build-tsan "${sanitizer_flags[@]}" -DTWINBIT_SANITIZE_THREAD=ON \
       -DTWINBIT_CUDA=OFF -DTWINBIT_BENCH=OFF >build-tsan.log 2>&1 || { tail -30 build-tsan.log; exit 1; }
 cmake --build build-tsan -j"$jobs" --target twinbit_tests >>build-tsan.log 2>&1 ||
   { grep -E "error" build-tsan.log | head -30; exit 1; }
