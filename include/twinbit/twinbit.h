@@ -1,36 +1,64 @@
-// twinbit's host C interface: the runtime (docs/RUNTIME.md "The C API").
-//
-// An engine written in C (or any language with a C FFI) opens an artifact with a list of
-// backends and optional override rules, then calls gemm by entry name; the runtime places each
-// call (threshold plan, overrides, fallback) and the bits are those of the scalar reference
-// whatever the placement. The packaging issue completes this header (install, version query);
-// what is here is the runtime's calls.
+// twinbit's host C interface, for engines: open and verify an artifact, list its entries, open a
+// backend from a spec, bind entries and run the operations on them (twinbit/artifact.h,
+// twinbit/engine.h, included here), or let the runtime place every call (the tb_runtime_* calls
+// below). The reference with an example: docs/C_API.md; the runtime: docs/RUNTIME.md "The C API".
+// This header and those it includes are C11 (no C++ in them).
 //
 // TYPES are the backend ABI's (twinbit/backend.h): tb_code for every status (TB_OK = 0; the codes
-// and their meanings are twinbit/status.h's), tb_act_mode for the activation mode.
+// and their meanings are twinbit/status.h's), tb_act_mode for the activation mode, tb_prec,
+// tb_weights_kind, tb_gdn_args and tb_backend_info.
 //
 // ERRORS. Every call that can fail returns a tb_code; on failure it also stores a one-line
-// message, readable with tb_runtime_last_error() on the same thread. The message belongs to the
-// calling thread (thread-local), so threads never see each other's errors; a successful call
-// leaves it as it was (like errno). Every pointer argument is checked: NULL where a value is
-// needed is TB_INVALID_ARGUMENT naming the argument. No C++ exception ever crosses this
-// interface (an allocation failure is TB_RESOURCE_EXHAUSTED, anything else TB_INTERNAL).
+// message "CODE: CALL: what was wrong", readable with tb_last_error() on the same thread. The
+// message belongs to the calling thread (thread-local), so threads never see each other's errors;
+// a successful call leaves it as it was (like errno). Every pointer argument is checked: NULL
+// where a value is needed is TB_INVALID_ARGUMENT naming the argument. A handle that is not open
+// (closed already, or never returned by its open call) is TB_INVALID_ARGUMENT too: open handles
+// are tracked, so such a handle is refused without being read - unless its address has since been
+// reused by a new handle of the same type, which no check can see. No C++ exception ever crosses
+// this interface (an allocation failure is TB_RESOURCE_EXHAUSTED, anything else TB_INTERNAL).
 //
-// THREADS. tb_runtime_gemm, tb_runtime_entry_shape and tb_runtime_describe may be called on one
-// runtime from several threads at once (each with its own y). tb_runtime_close must not race
-// with any other call on the same runtime.
+// OWNERSHIP. Every handle made by a tb_*_open or tb_bind call is released by its close call
+// (tb_artifact_close, tb_backend_close, tb_unbind, tb_runtime_close), which ignores NULL and
+// handles that are not open. A bound entry (tb_bound) holds what it needs: the artifact's bytes
+// and the backend stay alive until it is unbound, whatever is closed first.
+//
+// THREADS. Every call may be made from any thread. Calls that only read a handle (queries,
+// operations, tb_bind) may run on one handle from several threads at once, each with its own
+// outputs; a close must not race with any other call on the same handle.
 #ifndef TWINBIT_TWINBIT_H
 #define TWINBIT_TWINBIT_H
 
 #include <stddef.h>
 #include <stdint.h>
 
+#include <twinbit/artifact.h>
 #include <twinbit/backend.h>
+#include <twinbit/engine.h>
 #include <twinbit/export.h>
 
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+// ---- version ----------------------------------------------------------------------------------
+
+// The project's version, "MAJOR.MINOR.PATCH" (e.g. "0.1.0"). Static text: never NULL, never freed.
+TWINBIT_API const char* tb_version_string(void);
+
+// The backend ABI version this library hosts (TB_BACKEND_ABI_VERSION of the twinbit/backend.h it
+// was built with): a plugin must be built against the same version.
+TWINBIT_API uint32_t tb_backend_abi_version(void);
+
+// ---- errors -------------------------------------------------------------------------------------
+
+// The message of the latest call of this API that failed on this thread, as "CODE: CALL: what
+// was wrong", e.g. "INVALID_ARGUMENT: tb_bind: no entry 'x' in model.tbc"; "" when none has.
+// Never NULL; the text stays valid until the next failing call on this thread (a message past
+// 2047 bytes is cut).
+TWINBIT_API const char* tb_last_error(void);
+
+// ---- the runtime --------------------------------------------------------------------------------
 
 // An open runtime: the artifact, its backends and the bindings made so far.
 typedef struct tb_runtime tb_runtime;
@@ -72,10 +100,8 @@ TWINBIT_API tb_code tb_runtime_describe(const tb_runtime* rt, const char* entry,
 // Closes the runtime (NULL is ignored): its bindings and backends are released.
 TWINBIT_API void tb_runtime_close(tb_runtime* rt);
 
-// The message of the latest call that failed on this thread, as "CODE: CALL: what was wrong",
-// e.g. "INVALID_ARGUMENT: tb_runtime_gemm: entry must not be NULL" or "INVALID_ARGUMENT:
-// tb_runtime_gemm: no entry 'x' in model.tbc"; "" when none has. Never NULL; the text stays valid
-// until the next failing call on this thread (a message past 2047 bytes is cut).
+// The same as tb_last_error() (kept for the runtime's first callers): the thread's latest
+// failure of any call of this API.
 TWINBIT_API const char* tb_runtime_last_error(void);
 
 #ifdef __cplusplus

@@ -1,64 +1,27 @@
-// The runtime's C calls (include/twinbit/twinbit.h) over twinbit::runtime::Runtime: argument
-// checks, the thread-local last error, and a catch at every entry so no exception reaches C.
-#include "twinbit/twinbit.h"
+// The runtime's C calls (include/twinbit/twinbit.h "the runtime") over twinbit::runtime::Runtime,
+// each guarded (api/call_guard.h) so no exception reaches C.
+#include <twinbit/twinbit.h>
 
-#include <cstdio>
 #include <cstring>
-#include <exception>
 #include <memory>
-#include <new>
 #include <string>
 
-#include "core/op_checks.h"
+#include "api/call_guard.h"
+#include "api/handles.h"
 #include "core/runtime/overrides.h"
 #include "core/runtime/profile.h"
 #include "core/runtime/runtime.h"
-
-struct tb_runtime {
-  std::unique_ptr<twinbit::runtime::Runtime> rt;
-};
 
 namespace {
 
 using twinbit::Error;
 using twinbit::Status;
+using twinbit::api::check_mode_argument;
+using twinbit::api::guarded;
+using twinbit::api::HandleKind;
+using twinbit::api::null_argument;
 
-// A fixed buffer, so that storing a message never allocates (it also reports running out of
-// memory). Longer messages are cut at its end.
-constexpr size_t kLastErrorCapacity = 2048;
-thread_local char last_error[kLastErrorCapacity] = "";
-
-tb_code fail(tb_code code, const char* call, const char* what) {
-  std::snprintf(last_error, kLastErrorCapacity, "%s: %s: %s", tb_code_name(code), call, what);
-  return code;
-}
-
-// Runs `body` (returning Status) and turns whatever escapes it into a code and a message.
-template <class Body>
-tb_code guarded(const char* call, Body&& body) {
-  try {
-    const Status s = body();
-    return s.ok() ? TB_OK : fail(s.code(), call, s.message().c_str());
-  } catch (const std::bad_alloc&) {
-    return fail(TB_RESOURCE_EXHAUSTED, call, "out of host memory");
-  } catch (const std::exception& e) {
-    return fail(TB_INTERNAL, call, e.what());
-  } catch (...) {
-    return fail(TB_INTERNAL, call, "an exception that is not a std::exception");
-  }
-}
-
-// A C caller may pass any int as the mode; reading one that names no enumerator as tb_act_mode is
-// undefined behaviour in C++, so the argument's bytes are checked before it is used.
-Status check_mode_argument(const tb_act_mode& mode) {
-  const int raw = twinbit::enum_field_value(mode);
-  if (raw == TB_ACT_F32 || raw == TB_ACT_I8) return Status();
-  return Error(TB_INVALID_ARGUMENT, "activation mode %d is not F32 or I8", raw);
-}
-
-Status null_argument(const char* name) {
-  return Error(TB_INVALID_ARGUMENT, "%s must not be NULL", name);
-}
+Status check_runtime(const tb_runtime* rt) { return twinbit::api::check_open(rt, HandleKind::kRuntime, "rt"); }
 
 // The strip entry's artifact record, or INVALID_ARGUMENT naming what is wrong with the name.
 twinbit::Result<const twinbit::artifact::Entry*> strip_entry(const tb_runtime* rt, const char* entry) {
@@ -102,7 +65,9 @@ tb_code tb_runtime_open(const char* artifact, const char* const* backend_specs, 
     }
     auto rt = twinbit::runtime::Runtime::open(artifact, options);
     if (!rt.ok()) return rt.status();
-    *out = new tb_runtime{std::move(rt.value())};
+    auto handle = std::make_unique<tb_runtime>(tb_runtime{std::move(rt.value())});
+    twinbit::api::track_open(handle.get(), HandleKind::kRuntime);
+    *out = handle.release();
     return Status();
   });
 }
@@ -111,7 +76,7 @@ tb_code tb_runtime_gemm(tb_runtime* rt, const char* entry, int64_t m, tb_act_mod
                         const float* x, int64_t ldx, float* y, int64_t ldy) {
   constexpr const char* kCall = "tb_runtime_gemm";  // names the call in messages
   return guarded(kCall, [&]() -> Status {
-    if (rt == nullptr) return null_argument("rt");
+    TB_RETURN_IF_ERROR(check_runtime(rt));
     if (entry == nullptr) return null_argument("entry");
     if (x == nullptr) return null_argument("x");
     if (y == nullptr) return null_argument("y");
@@ -123,7 +88,7 @@ tb_code tb_runtime_gemm(tb_runtime* rt, const char* entry, int64_t m, tb_act_mod
 tb_code tb_runtime_entry_shape(const tb_runtime* rt, const char* entry, int64_t* n, int64_t* k) {
   constexpr const char* kCall = "tb_runtime_entry_shape";  // names the call in messages
   return guarded(kCall, [&]() -> Status {
-    if (rt == nullptr) return null_argument("rt");
+    TB_RETURN_IF_ERROR(check_runtime(rt));
     if (entry == nullptr) return null_argument("entry");
     if (n == nullptr) return null_argument("n");
     if (k == nullptr) return null_argument("k");
@@ -139,7 +104,7 @@ tb_code tb_runtime_describe(const tb_runtime* rt, const char* entry, int64_t m, 
                             char* text, size_t capacity, size_t* length_or_null) {
   constexpr const char* kCall = "tb_runtime_describe";  // names the call in messages
   return guarded(kCall, [&]() -> Status {
-    if (rt == nullptr) return null_argument("rt");
+    TB_RETURN_IF_ERROR(check_runtime(rt));
     if (entry == nullptr) return null_argument("entry");
     if (text == nullptr && capacity > 0) {
       return Error(TB_INVALID_ARGUMENT, "text must not be NULL when capacity is %zu", capacity);
@@ -159,8 +124,8 @@ tb_code tb_runtime_describe(const tb_runtime* rt, const char* entry, int64_t m, 
   });
 }
 
-void tb_runtime_close(tb_runtime* rt) { delete rt; }
-
-const char* tb_runtime_last_error(void) { return last_error; }
+void tb_runtime_close(tb_runtime* rt) {
+  if (rt != nullptr && twinbit::api::untrack(rt, HandleKind::kRuntime)) delete rt;
+}
 
 }  // extern "C"
