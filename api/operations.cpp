@@ -10,6 +10,7 @@
 #include "api/call_guard.h"
 #include "api/handles.h"
 #include "core/numerics.h"
+#include "core/rows.h"
 
 using twinbit::Error;
 using twinbit::Status;
@@ -103,6 +104,7 @@ tb_code tb_bound_gemm(const tb_bound* bound, int64_t m, tb_act_mode mode, const 
     if (y == nullptr) return null_argument("y");
     TB_RETURN_IF_ERROR(twinbit::api::check_mode_argument(mode));
     TB_RETURN_IF_ERROR(need_kind(*bound, TB_WEIGHTS_STRIPS, "gemm"));
+    TB_RETURN_IF_ERROR(twinbit::check_rows(m, "m"));
     tb_gemm_args args{};
     args.mode = mode;
     args.m = m;
@@ -163,6 +165,7 @@ tb_code tb_quantize_i8(const tb_engine* engine, int64_t m, int64_t k, const floa
     if (x == nullptr) return null_argument("x");
     if (xq == nullptr) return null_argument("xq");
     if (xd == nullptr) return null_argument("xd");
+    TB_RETURN_IF_ERROR(twinbit::check_rows(m, "m"));
     const tb_quantize_args q{m, k, x, ldx, xq, ldxq, xd, ldxd};
     TB_RETURN_IF_ERROR(twinbit::check_quantize_args(q));
     return engine->backend.quantize_i8(q);
