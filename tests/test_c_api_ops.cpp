@@ -52,14 +52,11 @@ std::vector<std::string> cpu_specs() {
   return specs;
 }
 
-}  // namespace
-
-TEST_SUITE("c_api") {
-
-TEST_CASE("c_api_bound_gemm_equals_the_reference_on_random_shapes_and_leading_dims") {
+// gemm in both modes on every strip entry, random M and leading dims, on the backend `spec`.
+void check_gemm_on(const std::string& spec) {
   std::mt19937_64 rng(5);
   std::uniform_int_distribution<int64_t> rows(1, 40), extra(0, 5);
-  for (const std::string& spec : cpu_specs()) {
+  {
     CAPTURE(spec);
     CApiHandles h(spec);
     for (int i = 0; i < kCApiStripEntries; ++i) {
@@ -90,8 +87,9 @@ TEST_CASE("c_api_bound_gemm_equals_the_reference_on_random_shapes_and_leading_di
   }
 }
 
-TEST_CASE("c_api_gemv_pair_quantize_and_gdn_equal_the_reference") {
-  for (const std::string& spec : cpu_specs()) {
+// gemv, the pair, the quantiser and the gated-delta step on the backend `spec`.
+void check_other_ops_on(const std::string& spec) {
+  {
     CAPTURE(spec);
     CApiHandles h(spec);
     const tb_matrix_f32 wa = h.cpp->view(*h.cpp->find("rows_a")).matrix;
@@ -150,6 +148,19 @@ TEST_CASE("c_api_gemv_pair_quantize_and_gdn_equal_the_reference") {
     }
   }
 }
+
+}  // namespace
+
+TEST_SUITE("c_api") {
+
+TEST_CASE("c_api_bound_gemm_equals_the_reference_on_random_shapes_and_leading_dims") {
+  for (const std::string& spec : cpu_specs()) check_gemm_on(spec);
+}
+
+TEST_CASE("c_api_gemv_pair_quantize_and_gdn_equal_the_reference") {
+  for (const std::string& spec : cpu_specs()) check_other_ops_on(spec);
+}
+
 
 TEST_CASE("c_api_artifact_entries_and_backends_match_the_cpp_objects") {
   tb_artifact* art = nullptr;
@@ -232,6 +243,21 @@ TEST_CASE("c_api_artifact_entries_and_backends_match_the_cpp_objects") {
   CHECK(std::string(info.features) == cpp_backend->features());
   CHECK(info.memory_bytes == cpp_backend->memory_bytes());
   tb_backend_close(engine);
+}
+
+}  // TEST_SUITE
+
+TEST_SUITE("gpu") {
+
+TEST_CASE("gpu c_api: every operation on cuda equals the reference") {
+  tb_engine* engine = nullptr;
+  if (tb_backend_open("cuda", &engine) != TB_OK) {
+    MESSAGE("SKIPPED (no CUDA backend here): " << std::string(tb_last_error()));
+    return;
+  }
+  tb_backend_close(engine);
+  check_gemm_on("cuda");
+  check_other_ops_on("cuda");
 }
 
 }  // TEST_SUITE
