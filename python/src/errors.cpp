@@ -42,6 +42,7 @@ FloatRows float_rows(const AnyArray& a, const char* what, int64_t want_cols) {
   r.one_d = a.ndim() == 1;
   r.rows = r.one_d ? 1 : static_cast<int64_t>(a.shape(0));
   r.cols = static_cast<int64_t>(a.shape(a.ndim() - 1));
+  if (r.rows < 1 || r.cols < 1) throw nb::value_error((std::string(what) + " is empty").c_str());
   // Row-major with no gaps: the library reads rows of exactly `cols` floats.
   const bool contiguous = (a.shape(a.ndim() - 1) <= 1 || a.stride(a.ndim() - 1) == 1) &&
                           (r.one_d || a.shape(0) <= 1 || a.stride(0) == r.cols);
@@ -52,7 +53,6 @@ FloatRows float_rows(const AnyArray& a, const char* what, int64_t want_cols) {
     throw nb::value_error((std::string(what) + " has " + std::to_string(r.cols) + " columns; this entry takes K = " +
                            std::to_string(want_cols)).c_str());
   }
-  if (r.rows < 1 || r.cols < 1) throw nb::value_error((std::string(what) + " is empty").c_str());
   r.data = static_cast<const float*>(a.data());
   return r;
 }
