@@ -15,6 +15,11 @@ const artifact::Artifact& PyArtifact::get() const {
   return *art;
 }
 
+std::shared_ptr<const artifact::Artifact> PyArtifact::hold() const {
+  get();
+  return art;
+}
+
 const artifact::Entry& PyArtifact::entry(const std::string& name) const {
   const artifact::Artifact& a = get();
   if (const artifact::Entry* e = a.find(name)) return *e;
@@ -117,9 +122,9 @@ void init_artifact(nb::module_& m) {
       .def("entry", [](const PyArtifact& a, const std::string& name) { return info_of(a.entry(name)); },
            nb::arg("name"))
       .def("verify", [](const PyArtifact& a) {
-        const artifact::Artifact& art = a.get();
+        std::shared_ptr<const artifact::Artifact> art = a.hold();
         nb::gil_scoped_release release;
-        for (const auto& e : art.entries()) check(art.verify(e));
+        for (const auto& e : art->entries()) check(art->verify(e));
       }, "Checks every payload's checksum and padding; raises TwinbitError (DATA_LOSS) on damage.")
       .def("close", [](PyArtifact& a) { a.art.reset(); },
            "Releases the file; bindings made from it keep working.")

@@ -46,14 +46,17 @@ nb::list backends() {
   return out;
 }
 
-std::unique_ptr<PyBound> bind(const PyBackend& b, const PyArtifact& a, const std::string& name) {
+// `entry`: a name, or an Entry of artifact.entries (anything with a .name).
+std::unique_ptr<PyBound> bind(const PyBackend& b, const PyArtifact& a, nb::handle entry) {
+  const std::string name = nb::isinstance<nb::str>(entry) ? nb::cast<std::string>(entry)
+                                                          : nb::cast<std::string>(entry.attr("name"));
   const artifact::Entry& e = a.entry(name);
   artifact::Weights w;
   BoundWeights bound;
   {
-    const artifact::Artifact& art = a.get();
+    std::shared_ptr<const artifact::Artifact> art = a.hold();
     nb::gil_scoped_release release;  // verifies the entry and may upload it to a device
-    w = take(art.weights(e));
+    w = take(art->weights(e));
     bound = take(b.backend->bind(w.view, w.keep_alive));
   }
   return std::unique_ptr<PyBound>(new PyBound{b.backend, e, std::move(bound)});
@@ -74,7 +77,7 @@ void init_backend(nb::module_& m) {
       .def_prop_ro("device", [](const PyBackend& b) { return b.backend->device(); })
       .def_prop_ro("features", [](const PyBackend& b) { return b.backend->features(); })
       .def("bind", &bind, nb::arg("artifact"), nb::arg("entry"),
-           "Binds an entry (by name) of the artifact; the Bound keeps the artifact's memory and this "
+           "Binds an entry (a name or an Entry) of the artifact; the Bound keeps the artifact's memory and this "
            "backend alive.")
       .def("gdn_delta", [](const PyBackend& b, const AnyArray& state, const AnyArray& q, const AnyArray& k,
                            const AnyArray& v, const AnyArray& g, const AnyArray& beta) {

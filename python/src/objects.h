@@ -19,6 +19,8 @@ struct PyArtifact {
   std::shared_ptr<artifact::Artifact> art;  // null once closed
   std::string path;
   const artifact::Artifact& get() const;    // FAILED_PRECONDITION when closed
+  // The same, shared: held across a GIL release so that close() on another thread cannot free it.
+  std::shared_ptr<const artifact::Artifact> hold() const;
   // The entry called `name`; INVALID_ARGUMENT listing the entries when absent.
   const artifact::Entry& entry(const std::string& name) const;
 };

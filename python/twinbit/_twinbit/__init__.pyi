@@ -113,9 +113,9 @@ class Backend:
     @property
     def features(self) -> str: ...
 
-    def bind(self, artifact: Artifact, entry: str) -> Bound:
+    def bind(self, artifact: Artifact, entry: object) -> Bound:
         """
-        Binds an entry (by name) of the artifact; the Bound keeps the artifact's memory and this backend alive.
+        Binds an entry (a name or an Entry) of the artifact; the Bound keeps the artifact's memory and this backend alive.
         """
 
     def gdn_delta(self, state: Annotated[NDArray, dict(writable=False)], q: Annotated[NDArray, dict(writable=False)], k: Annotated[NDArray, dict(writable=False)], v: Annotated[NDArray, dict(writable=False)], g: Annotated[NDArray, dict(writable=False)], beta: Annotated[NDArray, dict(writable=False)]) -> tuple:
