@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <utility>
 
@@ -52,10 +53,14 @@ bool is_own_fd_folder(const std::string& folder) {
 }
 
 std::string temp_name(const std::string& for_name) {
-  static thread_local std::mt19937_64 rng(std::random_device{}() ^ (uint64_t(::getpid()) << 32));
+  // Held on the heap: read_guard.cpp's initial-exec variable makes all of a library's TLS static,
+  // and a 2.5 KB generator in it does not fit the static TLS that a dlopen'ed module (the Python
+  // extension) can get ("cannot allocate memory in static TLS block").
+  static thread_local std::unique_ptr<std::mt19937_64> rng;
+  if (!rng) rng = std::make_unique<std::mt19937_64>(std::random_device{}() ^ (uint64_t(::getpid()) << 32));
   static constexpr char kChars[] = "abcdefghijklmnopqrstuvwxyz0123456789";
   std::string s = kTempPrefix + for_name.substr(0, 100) + "-";
-  for (int i = 0; i < 6; ++i) s += kChars[rng() % (sizeof(kChars) - 1)];
+  for (int i = 0; i < 6; ++i) s += kChars[(*rng)() % (sizeof(kChars) - 1)];
   return s;
 }
 

@@ -8,6 +8,8 @@
 #   tsan-build      the test binary alone with ThreadSanitizer (CUDA and benchmarks off)
 #   tsan-tests      the tests that run threads (ctest label tsan; tests/CMakeLists.txt), where any
 #                   report fails the stage; tests/tsan.supp lists the system oneTBB's false reports
+#   python          `pip install .` into a venv (build-py/venv) with only what pyproject.toml
+#                   names from PyPI, then the pytest suite (python/tests) against build/bin/twinbit
 # Measured stage times are recorded in docs/results/ci-stages.md.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -26,6 +28,23 @@ stage build
 scripts/build.sh
 stage tests
 ctest --test-dir build --output-on-failure --timeout 3000
+stage python
+# As a user installs it: a venv of its own, the requirements pyproject.toml names (build system,
+# dependencies, the test extra) and nothing else, then `pip install .` with a persistent build
+# folder. CUDA off: CI has no GPU, and the module's CUDA path is the library's, tested by ctest.
+python3 -m venv build-py/venv
+build-py/venv/bin/python - >build-py/requirements.txt <<'PYPROJECT'
+import tomllib
+p = tomllib.load(open("pyproject.toml", "rb"))
+print("\n".join(p["build-system"]["requires"] + p["project"]["dependencies"] +
+                p["project"]["optional-dependencies"]["test"]))
+PYPROJECT
+build-py/venv/bin/pip install -q -r build-py/requirements.txt
+py_defines=(-C cmake.define.TWINBIT_CUDA=OFF)
+if command -v ccache >/dev/null; then py_defines+=(-C cmake.define.CMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
+build-py/venv/bin/pip install -q --no-build-isolation --no-deps -C build-dir=build-py/build \
+  "${py_defines[@]}" . >build-py/pip.log 2>&1 || { grep -E "error|Error" build-py/pip.log | head -30; exit 1; }
+TWINBIT_CLI="$root/build/bin/twinbit" build-py/venv/bin/python -m pytest -q -p no:cacheprovider python/tests
 # The sanitizer builds compile at -O1 -g1 (line tables only): 2.5 times less compile time than
 # RelWithDebInfo's -O2 -g with ASan + UBSan instrumentation (measured on seven of the heaviest
 # files: 59 s against 146 s), and -O1 is what the sanitizers' own documentation advises; the
