@@ -32,6 +32,7 @@ stage python
 # As a user installs it: a venv of its own, the requirements pyproject.toml names (build system,
 # dependencies, the test extra) and nothing else, then `pip install .` with a persistent build
 # folder. CUDA off: CI has no GPU, and the module's CUDA path is the library's, tested by ctest.
+scripts/deps.sh --python
 python3 -m venv build-py/venv
 build-py/venv/bin/python - >build-py/requirements.txt <<'PYPROJECT'
 import tomllib
