@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "tests/c_api/failure_list.h"
+
 #include "twinbit/twinbit.h"
 
 tb_code c_api_gemm(const char* artifact, const char* const* specs, size_t n_specs, const char* overrides,
@@ -22,32 +24,9 @@ tb_code c_api_gemm(const char* artifact, const char* const* specs, size_t n_spec
   return code;
 }
 
-/* Appends "what: got CODE 'message'" to the failure list when a call's code or message is not the
- * expected one. */
-/* Appends a line to the failure list. */
-static int failure(const char* what, char* failures, size_t capacity) {
-  const size_t used = strlen(failures);
-  if (used + 1 < capacity) snprintf(failures + used, capacity - used, "%s\n", what);
-  return 1;
-}
-
-static int expect(tb_code got, tb_code want, const char* fragment, const char* what, char* failures,
-                  size_t capacity) {
-  const char* message = tb_runtime_last_error();
-  if (got == want && (fragment == NULL || strstr(message, fragment) != NULL)) return 0;
-  const size_t used = strlen(failures);
-  if (used + 1 < capacity) {
-    snprintf(failures + used, capacity - used, "%s: got %s '%s', want %s with '%s'\n", what, tb_code_name(got),
-             message, tb_code_name(want), fragment ? fragment : "");
-  }
-  return 1;
-}
-
 int c_api_bad_calls(const char* artifact, char* failures, size_t capacity) {
   int wrong = 0;
   failures[0] = '\0';
-#define EXPECT(call, code, fragment) wrong += expect((call), (code), (fragment), #call, failures, capacity)
-#define CHECK_THAT(condition) wrong += (condition) ? 0 : failure(#condition, failures, capacity)
   tb_runtime* rt = (tb_runtime*)&wrong; /* not NULL, so a failed open must set it to NULL */
   const char* specs[] = {"cpu", "cpu,isa=sse2"};
   const char* bad_spec[] = {"cpu", NULL};

@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "tests/c_api/failure_list.h"
+
 tb_code c_api_gemm_after_closes(const char* artifact, const char* spec, const char* entry, int64_t m,
                                 tb_act_mode mode, const float* x, float* y, int remove_file) {
   tb_artifact* art = NULL;
@@ -28,31 +30,9 @@ tb_code c_api_gemm_after_closes(const char* artifact, const char* spec, const ch
   return code;
 }
 
-/* Appends a line to the failure list. */
-static int failure(const char* what, char* failures, size_t capacity) {
-  const size_t used = strlen(failures);
-  if (used + 1 < capacity) snprintf(failures + used, capacity - used, "%s\n", what);
-  return 1;
-}
-
-/* 0 when the call returned `want` and the last error holds `fragment`; else one failure line. */
-static int expect(tb_code got, tb_code want, const char* fragment, const char* what, char* failures,
-                  size_t capacity) {
-  const char* message = tb_last_error();
-  const size_t used = strlen(failures);
-  if (got == want && (fragment == NULL || strstr(message, fragment) != NULL)) return 0;
-  if (used + 1 < capacity) {
-    snprintf(failures + used, capacity - used, "%s: got %s '%s', want %s with '%s'\n", what, tb_code_name(got),
-             message, tb_code_name(want), fragment ? fragment : "");
-  }
-  return 1;
-}
-
 int c_api_engine_bad_calls(const char* artifact, const char* truncated, char* failures, size_t capacity) {
   int wrong = 0;
   failures[0] = '\0';
-#define EXPECT(call, code, fragment) wrong += expect((call), (code), (fragment), #call, failures, capacity)
-#define CHECK_THAT(condition) wrong += (condition) ? 0 : failure(#condition, failures, capacity)
   tb_artifact* art = (tb_artifact*)&wrong; /* not NULL, so a failed open must set it to NULL */
   tb_engine* engine = (tb_engine*)&wrong;
   tb_bound* bound = (tb_bound*)&wrong;
