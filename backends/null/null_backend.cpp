@@ -3,10 +3,13 @@
 // Every entry is present and says, with a message, that it is not implemented. Copy this folder,
 // rename the entry point, register it in backends/CMakeLists.txt (or export it as
 // tb_backend_create_v1 from a shared library), then replace one entry at a time and run
-// `twinbit conformance --backend NAME` after each.
+// `twinbit conformance --backend NAME` after each. It includes only the installed headers and
+// needs only the plugin SDK (twinbit::plugin_sdk), so it also builds out of tree
+// (tests/plugin_out_of_tree, docs/PORTING.md).
+#include <cstring>
+
 #include <twinbit/backend.h>
 #include <twinbit/backend_params.hpp>
-#include "core/op_checks.h"
 #include <twinbit/status.hpp>
 
 namespace {
@@ -24,8 +27,11 @@ tb_code describe(void*, tb_backend_info* out, tb_error*) {
 }
 
 tb_code supports(void*, const tb_op_desc* op, tb_error* err) {
-  return Error(TB_UNIMPLEMENTED, "null backend implements no operation (asked for %s)",
-               twinbit::op_name(op->op)).to_c(err);
+  // The op as the int it holds (a caller may store any int in a C enum field): tb_op's values.
+  int op_value;
+  std::memcpy(&op_value, &op->op, sizeof op_value);
+  return Error(TB_UNIMPLEMENTED, "null backend implements no operation (asked for tb_op %d)",
+               op_value).to_c(err);
 }
 
 tb_code weights_bind(void*, const tb_weights_view*, void** out_handle, tb_error* err) {

@@ -303,6 +303,17 @@ typedef tb_code (*tb_backend_devices_fn)(uint32_t host_abi_version, tb_device_in
 #define TB_PLUGIN_ENTRY_SYMBOL "tb_backend_create_v1"
 #define TB_PLUGIN_DEVICES_SYMBOL "tb_backend_devices_v1"
 
+// Marks a plugin's exported functions. Build a plugin with hidden visibility by default (nothing
+// of its internals, nor of the plugin SDK it links, is then visible to the host) and put this on
+// the entry point (and the devices function) only:
+//   extern "C" TB_PLUGIN_EXPORT tb_code tb_backend_create_v1(uint32_t, tb_backend*, tb_error*,
+//                                                          const tb_backend_params*);
+#if defined(__GNUC__) || defined(__clang__)
+#define TB_PLUGIN_EXPORT __attribute__((visibility("default")))
+#else
+#define TB_PLUGIN_EXPORT
+#endif
+
 #ifdef __cplusplus
 }  // extern "C"
 #endif

@@ -142,7 +142,7 @@ extern "C" __attribute__((visibility("default"))) int tb_abi_plugin_destroy_call
   return g_destroy_calls.load();
 }
 
-extern "C" __attribute__((visibility("default"))) tb_code tb_backend_create_v1(
+extern "C" TB_PLUGIN_EXPORT tb_code tb_backend_create_v1(
     uint32_t, tb_backend* out, tb_error* err, const tb_backend_params*) {
   *out = {};
   const tb_backend_iface* t = guarded_table();

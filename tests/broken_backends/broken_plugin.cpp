@@ -3,7 +3,7 @@
 // (BROKEN_PLUGIN_CREATE, one of the entry points in broken_backends.h).
 #include "tests/broken_backends/broken_backends.h"
 
-extern "C" __attribute__((visibility("default"))) tb_code tb_backend_create_v1(
+extern "C" TB_PLUGIN_EXPORT tb_code tb_backend_create_v1(
     uint32_t host_abi_version, tb_backend* out, tb_error* err, const tb_backend_params* params) {
   return BROKEN_PLUGIN_CREATE(host_abi_version, out, err, params);
 }

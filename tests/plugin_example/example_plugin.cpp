@@ -100,7 +100,7 @@ const tb_backend_iface kIface = {
 }  // namespace
 
 // The one exported symbol (everything else is hidden by the build).
-extern "C" __attribute__((visibility("default"))) tb_code tb_backend_create_v1(
+extern "C" TB_PLUGIN_EXPORT tb_code tb_backend_create_v1(
     uint32_t host_abi_version, tb_backend* out, tb_error* err, const tb_backend_params* params) {
   *out = {};
 #ifndef EXAMPLE_PLUGIN_TRUSTS_HOST
