@@ -3,6 +3,9 @@
 #   build           Release build (CUDA backend compiled when nvcc is found)
 #   tests           every ctest entry: unit, conformance (the suite per backend and CPU tag), slow
 #                   (with the exhaustive conformance runs), gpu (SKIPPED without a device), cli, demo
+#   install         cmake --install build into build/prefix; tests/consumer (C and C++, and C with
+#                   pkg-config) and tests/plugin_out_of_tree built and run against it
+#                   (tests/package/install_check.sh)
 #   asan-build      the CPU-side suite again with AddressSanitizer + UndefinedBehaviorSanitizer
 #   asan-tests      its unit, conformance and cli tests
 #   tsan-build      the test binary alone with ThreadSanitizer (CUDA and benchmarks off)
@@ -28,6 +31,8 @@ stage build
 scripts/build.sh
 stage tests
 ctest --test-dir build --output-on-failure --timeout 3000
+stage install
+tests/package/install_check.sh build
 stage python
 # As a user installs it: a venv of its own, the requirements pyproject.toml names (build system,
 # dependencies, the test extra) and nothing else, then `pip install .` with a persistent build
