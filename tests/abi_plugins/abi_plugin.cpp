@@ -138,7 +138,7 @@ const tb_backend_iface* guarded_table() {
 
 }  // namespace
 
-extern "C" __attribute__((visibility("default"))) int tb_abi_plugin_destroy_calls() {
+extern "C" TB_PLUGIN_EXPORT int tb_abi_plugin_destroy_calls() {
   return g_destroy_calls.load();
 }
 
