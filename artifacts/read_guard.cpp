@@ -19,8 +19,14 @@ struct Frame {
   Frame* outer = nullptr;        // the enclosing guarded call on this thread, if any
 };
 
-// Initial-exec: the handler must read it without calling into the dynamic TLS machinery.
-thread_local Frame* t_innermost __attribute__((tls_model("initial-exec"))) = nullptr;
+// The default TLS model, not initial-exec: an initial-exec variable marks the whole library
+// STATIC_TLS, and libtwinbit.so or the Python module (dlopen'ed by the interpreter) then needs
+// all its thread-locals in the static TLS surplus - with the CUDA runtime's 4 KiB page-aligned
+// block the module no longer loads ("cannot allocate memory in static TLS block"). The handler
+// still reads it without allocating: a thread that guards a read writes t_innermost first, which
+// allocates this thread's block; only a SIGBUS on a thread that never guarded anything reaches
+// the lazy allocation, and that signal is chained to the default action (a crash) anyway.
+thread_local Frame* t_innermost = nullptr;
 
 struct sigaction g_previous;  // written once, before our handler is installed
 
