@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # libtwinbit.so exports exactly the TWINBIT_API functions of the public C headers: no internal
 # symbol (core, backends, the C++ standard library's instantiations) leaks into its ABI, and no
-# API function is missing. Also checks the SONAME.
+# API function is missing. Also checks the SONAME and that it can be dlopen-ed (no STATIC_TLS).
 # Usage: tests/package/check_exports.sh path/to/libtwinbit.so exported_api.txt
 set -euo pipefail
 lib=$1
@@ -20,3 +20,11 @@ if [ "$soname" != libtwinbit.so.0 ]; then
   exit 1
 fi
 echo "ok: SONAME $soname"
+# Loadable with dlopen (Python, ctypes, a plugin host): no initial-exec thread-locals, which would
+# put every thread-local of the library - the CUDA runtime's 4 KiB page-aligned block included -
+# into the static TLS surplus, where it does not fit ("cannot allocate memory in static TLS block").
+if readelf -dW "$lib" | grep -q STATIC_TLS; then
+  echo "FAIL: $lib is marked STATIC_TLS (an initial-exec thread_local): dlopen may refuse it"
+  exit 1
+fi
+echo "ok: no STATIC_TLS flag (dlopen-able)"
