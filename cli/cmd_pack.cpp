@@ -105,16 +105,14 @@ void print_summary(const import::ImportSummary& s, const std::string& out, bool 
   }
   // A tensor that is also part of a fused entry is listed twice in s.tensors; counted once here.
   size_t counts[3] = {};
-  uint64_t bytes_in = 0;
   std::set<std::string> seen;
   for (const import::ImportedTensor& t : s.tensors) {
     if (!seen.insert(t.tensor).second) continue;
     ++counts[static_cast<int>(t.how)];
-    bytes_in += t.bytes_in;
   }
   std::printf("wrote %s: %zu entries from %zu tensors (%zu re-tiled losslessly, %zu quantised, "
               "%zu converted), %s in, %s out, in %s\n", out.c_str(), s.entries, seen.size(),
-              counts[0], counts[1], counts[2], format_bytes(bytes_in).c_str(),
+              counts[0], counts[1], counts[2], format_bytes(s.bytes_in).c_str(),
               format_bytes(s.bytes_out).c_str(), format_time_us(s.seconds * 1e6).c_str());
   for (const import::ImportedTensor& t : s.tensors) {
     if (t.how == import::ImportedTensor::How::retiled) continue;

@@ -206,7 +206,9 @@ Result<ImportSummary> import_model(const TensorFile& model, const std::vector<Im
 
   // Everything checked and declared before the first byte of work.
   std::vector<artifact::Entry> declared;
-  uint64_t bytes_total = 0;
+  uint64_t bytes_total = 0;   // the work: a tensor in a fused entry and alone is read twice
+  uint64_t bytes_unique = 0;  // the source: each tensor counted once
+  std::vector<bool> counted(all.size(), false);
   for (const ImportJob& job : jobs) {
     TB_RETURN_IF_ERROR(check_job(model, job, o));
     int64_t n = 0;
@@ -218,6 +220,8 @@ Result<ImportSummary> import_model(const TensorFile& model, const std::vector<Im
       n += t.dims[0];
       sources.push_back(t.name);
       bytes_total += t.bytes;
+      if (!counted[job.tensors[p]]) bytes_unique += t.bytes;
+      counted[job.tensors[p]] = true;
     }
     declared.push_back(artifact::declare_strips(job.entry + suffix, o.prec, n,
                                                 all[job.tensors[0]].dims[1], std::move(ranges),
@@ -297,7 +301,7 @@ Result<ImportSummary> import_model(const TensorFile& model, const std::vector<Im
   progress.name.clear();
   if (o.progress) o.progress(progress);
   summary.entries = jobs.size();
-  summary.bytes_in = bytes_total;
+  summary.bytes_in = bytes_unique;
   summary.bytes_out = out.bytes_written();
   summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return summary;

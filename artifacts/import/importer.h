@@ -97,7 +97,7 @@ struct ImportSummary {
   std::vector<ImportedTensor> tensors;
   std::vector<SkipNote> skipped;
   size_t entries = 0;
-  uint64_t bytes_in = 0;   // source bytes of the imported tensors
+  uint64_t bytes_in = 0;   // source bytes of the imported tensors, each counted once
   uint64_t bytes_out = 0;  // the artifact's size
   double seconds = 0;
 };
