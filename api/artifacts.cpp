@@ -21,8 +21,7 @@ tb_code tb_artifact_open(const char* path, tb_artifact** out) {
     auto art = twinbit::artifact::Artifact::open(path);
     if (!art.ok()) return art.status();
     auto handle = std::make_unique<tb_artifact>(tb_artifact{std::move(art.value())});
-    twinbit::api::track_open(handle.get(), HandleKind::kArtifact);
-    *out = handle.release();
+    twinbit::api::publish(std::move(handle), HandleKind::kArtifact, out);
     return Status();
   });
 }

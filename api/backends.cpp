@@ -102,8 +102,7 @@ tb_code tb_backend_open(const char* spec, tb_engine** out) {
     auto backend = twinbit::create_backend(parsed.value());
     if (!backend.ok()) return backend.status();
     auto handle = std::make_unique<tb_engine>(tb_engine{std::move(backend.value())});
-    twinbit::api::track_open(handle.get(), HandleKind::kEngine);
-    *out = handle.release();
+    twinbit::api::publish(std::move(handle), HandleKind::kEngine, out);
     return Status();
   });
 }

@@ -40,6 +40,13 @@ namespace twinbit::api {
 enum class HandleKind { kArtifact, kEngine, kBound, kRuntime };
 
 void track_open(const void* handle, HandleKind kind);
+// Hands a new handle to the caller: tracked as open, then released into *out (the one way a
+// handle leaves the library, so every handle a caller holds is known to untrack/check_open).
+template <typename Handle>
+void publish(std::unique_ptr<Handle> handle, HandleKind kind, Handle** out) {
+  track_open(handle.get(), kind);
+  *out = handle.release();
+}
 // True (and forgotten) when `handle` was open as `kind`: the caller then deletes it.
 bool untrack(const void* handle, HandleKind kind);
 // OK when `handle` is open as `kind`; else INVALID_ARGUMENT "ARG is not an open TYPE ...".

@@ -77,8 +77,7 @@ tb_code tb_bind(const tb_engine* engine, const tb_artifact* art, const char* ent
     if (!bound.ok()) return bound.status();
     auto handle = std::make_unique<tb_bound>(std::move(bound.value()), *e);
     handle->info = twinbit::api::entry_info(handle->entry);
-    twinbit::api::track_open(handle.get(), HandleKind::kBound);
-    *out = handle.release();
+    twinbit::api::publish(std::move(handle), HandleKind::kBound, out);
     return Status();
   });
 }

@@ -66,8 +66,7 @@ tb_code tb_runtime_open(const char* artifact, const char* const* backend_specs, 
     auto rt = twinbit::runtime::Runtime::open(artifact, options);
     if (!rt.ok()) return rt.status();
     auto handle = std::make_unique<tb_runtime>(tb_runtime{std::move(rt.value())});
-    twinbit::api::track_open(handle.get(), HandleKind::kRuntime);
-    *out = handle.release();
+    twinbit::api::publish(std::move(handle), HandleKind::kRuntime, out);
     return Status();
   });
 }
