@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include <twinbit/backend.h>
 #include <twinbit/status.hpp>
@@ -54,6 +55,15 @@ NumpyF32 new_f32(int64_t rows, int64_t cols, bool one_d, float** data);
 NumpyF32 new_f32_shape(std::initializer_list<size_t> shape, float** data);
 NumpyI8 new_i8(int64_t rows, int64_t cols, int8_t** data);
 NumpyU8 new_u8(int64_t rows, int64_t cols, uint8_t** data);
+
+// Rows of x (rows x k, row stride k) quantised by the contract's activation quantiser, as every
+// I8 caller must: codes (rows x kp, stride kp) and group scales (rows x kp/32, stride kp/32).
+struct I8Rows {
+  std::vector<int8_t> codes;
+  std::vector<float> scales;
+  int64_t ldq = 0, ldd = 0;
+};
+I8Rows quantize_rows(const float* x, int64_t rows, int64_t k, int64_t kp);
 
 // "f32" / "i8" -> tb_act_mode; ValueError otherwise.
 tb_act_mode parse_mode(const std::string& mode);

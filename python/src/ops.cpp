@@ -25,6 +25,17 @@ const tb_matrix_f32& matrix_of(const PyBound& b, const char* op) {
   return b.weights.view().matrix;
 }
 
+I8Rows quantize_rows(const float* x, int64_t rows, int64_t k, int64_t kp) {
+  // The contract's quantiser, as `twinbit run` and any engine following NUMERICS.md.
+  I8Rows q;
+  q.ldq = kp;
+  q.ldd = kp / 32;
+  q.codes.resize(static_cast<size_t>(rows * q.ldq));
+  q.scales.resize(static_cast<size_t>(rows * q.ldd));
+  ref::quantize_activations(rows, k, x, k, q.codes.data(), q.ldq, q.scales.data(), q.ldd);
+  return q;
+}
+
 namespace {
 
 NumpyF32 gemm(const PyBound& b, const AnyArray& x_in, const std::string& mode_name) {
@@ -35,23 +46,18 @@ NumpyF32 gemm(const PyBound& b, const AnyArray& x_in, const std::string& mode_na
   NumpyF32 out = new_f32(x.rows, w.n, x.one_d, &y);
   {
     nb::gil_scoped_release release;
-    const int64_t ng = w.kp / 32;
-    std::vector<int8_t> xq;
-    std::vector<float> xd;
+    I8Rows q;
     tb_gemm_args a{};
     a.mode = mode;
     a.m = x.rows;
     a.x = x.data;
     a.ldx = w.k;
     if (mode == TB_ACT_I8) {
-      // The contract's quantiser, as `twinbit run` and any engine following NUMERICS.md.
-      xq.resize(static_cast<size_t>(x.rows * w.kp));
-      xd.resize(static_cast<size_t>(x.rows * ng));
-      ref::quantize_activations(x.rows, w.k, x.data, w.k, xq.data(), w.kp, xd.data(), ng);
-      a.xq = xq.data();
-      a.ldxq = w.kp;
-      a.xd = xd.data();
-      a.ldxd = ng;
+      q = quantize_rows(x.data, x.rows, w.k, w.kp);
+      a.xq = q.codes.data();
+      a.ldxq = q.ldq;
+      a.xd = q.scales.data();
+      a.ldxd = q.ldd;
     }
     a.y = y;
     a.ldy = w.n;

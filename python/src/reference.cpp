@@ -2,8 +2,6 @@
 // from a Bound. What every backend must equal bit for bit.
 #include <nanobind/stl/tuple.h>
 
-#include <vector>
-
 #include "core/reference.h"
 #include "objects.h"
 
@@ -33,11 +31,8 @@ NumpyF32 gemm(const PyBound& b, const AnyArray& x_in, tb_act_mode mode) {
   if (mode == TB_ACT_F32) {
     ref::gemm_f32(w, x.rows, x.data, w.k, y, w.n);
   } else {
-    const int64_t ng = w.kp / 32;
-    std::vector<int8_t> xq(static_cast<size_t>(x.rows * w.kp));
-    std::vector<float> xd(static_cast<size_t>(x.rows * ng));
-    ref::quantize_activations(x.rows, w.k, x.data, w.k, xq.data(), w.kp, xd.data(), ng);
-    ref::gemm_i8(w, x.rows, xq.data(), w.kp, xd.data(), ng, y, w.n);
+    const I8Rows q = quantize_rows(x.data, x.rows, w.k, w.kp);
+    ref::gemm_i8(w, x.rows, q.codes.data(), q.ldq, q.scales.data(), q.ldd, y, w.n);
   }
   return out;
 }
