@@ -20,6 +20,7 @@ struct Options {
   int threads = 2;                    // --threads (CPU)
   int reps = 0;                       // --reps (0 = the driver's default)
   bool quick = false;                 // --quick: fewer repetitions (smoke runs)
+  std::string vs_isa;                 // --vs-isa TAG (CPU): also time isa=TAG, interleaved
 };
 
 // One measured case; the JSON "cases" array holds these. A field < 0 was not measured.
@@ -34,6 +35,7 @@ struct Case {
   double gbps = -1;       // weight bytes / us
   double peer_us = -1;    // Eigen (CPU) or cuBLAS bf16 (GPU), same shape
   double baseline_us = -1;  // the source engine's mapping (GPU)
+  double vs_us = -1;        // --vs-isa: the same call on the cpu backend forced to that tag
   std::string note;
 };
 

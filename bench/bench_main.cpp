@@ -26,6 +26,9 @@ int main(int argc, char** argv) {
   app.add_option("--m", opt.ms, "Batch sizes M")->delimiter(',')->capture_default_str();
   app.add_option("--threads", opt.threads, "CPU threads")->check(CLI::Range(1, 1024))->capture_default_str();
   app.add_option("--reps", opt.reps, "Repetitions per case (0 = driver default)")->check(CLI::NonNegativeNumber);
+  app.add_option("--vs-isa", opt.vs_isa, "CPU: also time every case with the cpu backend forced to "
+                 "isa=TAG (e.g. avx512vnni), interleaved rotation by rotation with the floor and "
+                 "the default tag, same process");
   app.add_flag("--quick", opt.quick, "Fewer repetitions: a smoke run, not a measurement");
   CLI11_PARSE(app, argc, argv);
 
@@ -53,7 +56,8 @@ int main(int argc, char** argv) {
       nlohmann::json o = {{"shape", c.shape}, {"k", c.k}, {"n", c.n}, {"m", c.m},
                           {"prec", c.prec}, {"mode", c.mode}, {"us", c.us},
                           {"floor_us", c.floor_us}, {"ratio", c.ratio}, {"gbps", c.gbps},
-                          {"peer_us", c.peer_us}, {"baseline_us", c.baseline_us}};
+                          {"peer_us", c.peer_us}, {"baseline_us", c.baseline_us},
+                          {"vs_us", c.vs_us}};
       if (!c.note.empty()) o["note"] = c.note;
       j["cases"].push_back(o);
     }

@@ -40,8 +40,8 @@ TEST_CASE("cpu backend parameters: unknown keys and bad values are INVALID_ARGUM
       {"cpu,threads=eight", "threads=eight", "1 .. 1024"},
       {"cpu,threads=-1", "threads=-1", "1 .. 1024"},
       {"cpu,threads=4.0", "threads=4.0", "1 .. 1024"},
-      {"cpu,isa=avx512", "isa=avx512", "avx512vnni, avx512bw, fma3_avx2, sse2"},
-      {"cpu,isa=SSE2", "isa=SSE2", "avx512vnni, avx512bw, fma3_avx2, sse2"},
+      {"cpu,isa=avx512", "isa=avx512", "amx, avx512vnni, avx512bw, fma3_avx2, sse2"},
+      {"cpu,isa=SSE2", "isa=SSE2", "amx, avx512vnni, avx512bw, fma3_avx2, sse2"},
       {"cpu,prefetch_bytes=65537", "prefetch_bytes=65537", "0 .. 65536"},
       {"cpu,prefetch_bytes=8k", "prefetch_bytes=8k", "0 .. 65536"},
   };

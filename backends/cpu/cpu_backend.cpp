@@ -205,6 +205,7 @@ tb_code gemm(void* c, void* handle, const tb_gemm_args* a, tb_error* err) {
   p.ldy = a->ldy;
   PaddedRows padded;
   std::vector<int32_t> xsum;
+  std::vector<uint8_t> xpack;  // the tag's own activation layout (KernelTable::i8_pack)
   if (a->mode == TB_ACT_F32) {
     padded = pad_rows(w, *a);
     p.x = padded.x;
@@ -214,7 +215,7 @@ tb_code gemm(void* c, void* handle, const tb_gemm_args* a, tb_error* err) {
     p.ldxq = a->ldxq;
     p.xd = a->xd;
     p.ldxd = a->ldxd;
-    if (ctx.isa == Isa::kAvx512vnni) {  // the VNNI path's u8 x s8 correction term
+    if (ctx.isa == Isa::kAvx512vnni || ctx.isa == Isa::kAmx) {  // the VNNI path's u8 x s8 correction term
       xsum.resize(static_cast<size_t>(a->m * p.ngroups));
       for (int64_t r = 0; r < a->m; ++r) {
         for (int64_t g = 0; g < p.ngroups; ++g) {
@@ -224,6 +225,11 @@ tb_code gemm(void* c, void* handle, const tb_gemm_args* a, tb_error* err) {
         }
       }
       p.xsum = xsum.data();
+    }
+    if (const int64_t bytes = ctx.k->i8_pack_bytes ? ctx.k->i8_pack_bytes(a->m, p.ngroups) : 0) {
+      xpack.resize(static_cast<size_t>(bytes));
+      ctx.k->i8_pack(p, a->m, xpack.data());
+      p.xpack = xpack.data();
     }
   }
   const auto kernel = a->mode == TB_ACT_F32 ? ctx.k->gemm_f32 : ctx.k->gemm_i8;

@@ -1,5 +1,7 @@
 #include "backends/cpu/cpu_isa.h"
 
+#include "backends/cpu/cpu_amx.h"
+
 #include <cpuid.h>
 #include <xmmintrin.h>
 
@@ -60,12 +62,13 @@ const char* isa_name(Isa isa) {
     case Isa::kFma3Avx2: return "fma3_avx2";
     case Isa::kAvx512bw: return "avx512bw";
     case Isa::kAvx512vnni: return "avx512vnni";
+    case Isa::kAmx: return "amx";
   }
   return "unknown";
 }
 
 std::vector<Isa> compiled_isas() {
-  return {Isa::kAvx512vnni, Isa::kAvx512bw, Isa::kFma3Avx2, Isa::kSse2};
+  return {Isa::kAmx, Isa::kAvx512vnni, Isa::kAvx512bw, Isa::kFma3Avx2, Isa::kSse2};
 }
 
 bool isa_runnable(Isa isa) {
@@ -77,6 +80,7 @@ bool isa_runnable(Isa isa) {
     case Isa::kFma3Avx2: return avx2;
     case Isa::kAvx512bw: return avx512;
     case Isa::kAvx512vnni: return avx512 && f.avx512vnni && f.avx512vbmi;
+    case Isa::kAmx: return isa_runnable(Isa::kAvx512vnni) && amx_os_ready();
   }
   return false;
 }

@@ -12,6 +12,8 @@
 // generic code still reads as xsimd code and never names a register width.
 //
 //   tag            xsimd arch        needs (cpuid + OS state)                  lanes (float)
+//   amx            (avx512vnni's)    avx512vnni's + AMX-TILE/INT8, tile state   16
+//                                    granted to the process (cpu_amx.h)
 //   avx512vnni     avx512bw          AVX512F/BW/DQ/VL + VNNI + VBMI, ZMM state  16
 //   avx512bw       avx512bw          AVX512F/BW/DQ/VL, ZMM state                16
 //   fma3_avx2      fma3<avx2>        AVX2 + FMA + F16C, YMM state               8
@@ -31,9 +33,10 @@
 
 namespace twinbit::cpu {
 
-enum class Isa { kSse2 = 0, kFma3Avx2 = 1, kAvx512bw = 2, kAvx512vnni = 3 };
+// kAmx: avx512vnni's kernels, with the I8 gemm at M >= 16 on AMX tiles (cpu_amx.h).
+enum class Isa { kSse2 = 0, kFma3Avx2 = 1, kAvx512bw = 2, kAvx512vnni = 3, kAmx = 4 };
 
-const char* isa_name(Isa isa);           // "sse2", "fma3_avx2", "avx512bw", "avx512vnni"
+const char* isa_name(Isa isa);           // "sse2", "fma3_avx2", "avx512bw", "avx512vnni", "amx"
 std::vector<Isa> compiled_isas();        // every tag this build has kernels for, best first
 bool isa_runnable(Isa isa);              // cpuid + xgetbv say this CPU and OS can run it
 std::vector<Isa> runnable_isas();        // compiled and runnable, best first

@@ -66,6 +66,7 @@ struct GemmParams {
                             // correction term; exact int32). May be null for non-VNNI tables.
   float* y;                 // (m, ldy) floats; columns n' < n written
   int64_t ldy;
+  const void* xpack = nullptr;  // the activations in the tag's own layout (KernelTable::i8_pack), or null
   int64_t prefetch_bytes = 8192;  // software prefetch distance in bytes of codes (0: none); the
                                   // lines go into L2 only (cpu_kernels_impl.hpp, prefetch_ahead)
 };
@@ -93,6 +94,11 @@ struct KernelTable {
   // correction term).
   void (*quantize)(int64_t k, const float* x, int64_t ldx, int8_t* xq, int64_t ldxq, float* xd,
                    int64_t ldxd, int32_t* xsum, int64_t row_begin, int64_t row_end);
+  // Optional (null where the tag reads xq as is): the bytes of the tag's packed I8 activations
+  // for m rows (0: this m needs none), and the packing of rows [0, m) of p.xq / p.xd into them;
+  // the caller passes the result as GemmParams::xpack (the amx tag: cpu_amx.h).
+  int64_t (*i8_pack_bytes)(int64_t m, int64_t ngroups) = nullptr;
+  void (*i8_pack)(const GemmParams& p, int64_t m, void* out) = nullptr;
 };
 
 // The table of one tag; instantiated in isa/kernels_<tag>.cpp with that tag's flags.

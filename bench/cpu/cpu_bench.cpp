@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -162,6 +163,27 @@ Status ab_variants_us(const Backend& be, const char* name, const int64_t (&value
   return Status();
 }
 
+// --vs-isa: the floor, the default tag and the forced tag timed rotation by rotation (each sample
+// a rotation of each in turn, so all three see the same machine state); medians in out_us.
+template <class Floor, class A, class B>
+Status interleaved3_us(int64_t copies, int samples, const Floor& floor, const A& a, const B& b,
+                       double (&out_us)[3]) {
+  std::vector<double> t[3];
+  for (int s = -1; s < samples; ++s) {  // s = -1: a warm-up rotation of each
+    for (int v = 0; v < 3; ++v) {
+      const auto t0 = std::chrono::steady_clock::now();
+      for (int64_t c = 0; c < copies; ++c) TB_RETURN_IF_ERROR(v == 0 ? floor(c) : v == 1 ? a(c) : b(c));
+      const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+      if (s >= 0) t[v].push_back(us / static_cast<double>(copies));
+    }
+  }
+  for (int v = 0; v < 3; ++v) {
+    std::sort(t[v].begin(), t[v].end());
+    out_us[v] = t[v][t[v].size() / 2];
+  }
+  return Status();
+}
+
 // Eigen float peer: Y (N x M) = W (N x K) X (K x M), W column-major, rotating copies past 1 GiB,
 // the N axis split over the arena's threads (Eigen itself runs single-threaded here).
 Result<double> eigen_peer_us(tbb::task_arena& arena, int threads, int64_t n, int64_t k, int64_t m,
@@ -222,6 +244,15 @@ Status run_cpu(const Options& opt, std::vector<Case>& out) {
   }
   Result<Backend> be = create_backend(spec);
   if (!be.ok()) return be.status();
+  std::optional<Backend> vs;  // --vs-isa: the same backend forced to another tag
+  if (!opt.vs_isa.empty()) {
+    BackendSpec vspec = spec;
+    std::erase_if(vspec.params, [](const BackendParam& p) { return p.key == "isa"; });
+    vspec.params.push_back({"isa", opt.vs_isa});
+    Result<Backend> v = create_backend(vspec);
+    if (!v.ok()) return v.status();
+    vs.emplace(std::move(v.value()));
+  }
   tb_backend_info info{};
   tb_error err{};
   be->raw().iface->describe(be->raw().ctx, &info, &err);
@@ -247,6 +278,15 @@ Status run_cpu(const Options& opt, std::vector<Case>& out) {
       auto pool = make_pool(be.value(), arena, prec, sh.n, sh.k);
       if (!pool.ok()) return pool.status();
       const int64_t copies = static_cast<int64_t>(pool->bound.size());
+      std::vector<BoundWeights> vs_bound;
+      for (int64_t c = 0; vs && c < copies; ++c) {
+        tb_weights_view v{};
+        v.kind = TB_WEIGHTS_STRIPS;
+        v.strips = pool->views[static_cast<size_t>(c)];
+        auto b = vs->bind(v);
+        if (!b.ok()) return b.status();
+        vs_bound.push_back(std::move(b.value()));
+      }
       const int64_t kp = pad32(sh.k), ng = kp / 32;
       for (size_t mi = 0; mi < opt.ms.size(); ++mi) {
         const int64_t m = opt.ms[mi];
@@ -263,6 +303,12 @@ Status run_cpu(const Options& opt, std::vector<Case>& out) {
           const bool vnni = std::string(info.device).find("avx512vnni") != std::string::npos;
           Result<double> t = median_us(copies, samples, gemm);
           if (!t.ok()) return t.status();
+          double three[3] = {-1, -1, -1};  // --vs-isa: floor, default tag, forced tag
+          if (vs) {
+            TB_RETURN_IF_ERROR(interleaved3_us(
+                copies, samples, [&](int64_t c) { return be->read_floor(pool->bound[c], m); }, gemm,
+                [&](int64_t c) { return vs->gemm(vs_bound[static_cast<size_t>(c)], a); }, three));
+          }
           Case cs;
           cs.shape = sh.name;
           cs.k = sh.k;
@@ -298,6 +344,14 @@ Status run_cpu(const Options& opt, std::vector<Case>& out) {
             cs.note = note;
           }
           cs.ratio = cs.us / cs.floor_us;
+          if (vs) {
+            cs.vs_us = three[2];
+            char note[400];
+            std::snprintf(note, sizeof note, "%s; interleaved: floor %.1f us, this tag %.1f us (%.2fx), isa=%s %.1f us (%.2fx)",
+                          cs.note.c_str(), three[0], three[1], three[1] / three[0], opt.vs_isa.c_str(),
+                          three[2], three[2] / three[0]);
+            cs.note = note;
+          }
           if (m == 1 && vnni) {  // the software prefetch distance, default 8 KiB
             double dist_us[5] = {-1, -1, -1, -1, -1};
             TB_RETURN_IF_ERROR(ab_variants_us(be.value(), "cpu.set_prefetch_bytes", kPrefetchDistances, copies,

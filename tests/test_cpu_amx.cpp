@@ -1,0 +1,169 @@
+// The amx tag's I8 gemm (backends/cpu/cpu_amx.h) against ref::gemm_i8, by memcmp:
+// - its schedule with the tile instructions emulated, on every CPU with avx512vnni (the packing,
+//   strides, chunking, slice folds and ragged edges are the real kernel's; only TDPBSSD and the
+//   tile loads/stores are plain code);
+// - the real tiles through the backend (cpu,isa=amx), in the doctest suite "amx": the ctest entry
+//   "amx" runs it with --requires-amx, which prints SKIPPED and exits 77 on a CPU without AMX.
+// Shapes: M = 16..64 and ragged beyond, N ragged (not a multiple of 32, fewer than a strip),
+// K ragged and past 8192 (several chunks and slices), q8 and q4, activations with signed zeros,
+// subnormals, large values and infinities (NaN results: the default NaN on both sides).
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "backends/cpu/cpu_amx.h"
+#include "backends/cpu/cpu_kernels.h"
+#include "core/op_checks.h"
+#include "core/reference.h"
+#include "tests/test_cpu_util.h"
+
+namespace twinbit::test {
+namespace {
+
+struct I8Case {
+  OwnedStrips w;
+  int64_t m, kp, ng;
+  std::vector<int8_t> xq;
+  std::vector<float> xd, ref;
+};
+
+I8Case make_case(tb_prec prec, int64_t m, int64_t n, int64_t k, uint64_t seed) {
+  I8Case c{random_strips(prec, n, k, seed), m, pad32(k), ngroups_of(k), {}, {}, {}};
+  std::vector<float> x = random_activations(m * k, seed + 1);
+  std::mt19937_64 rng(seed);
+  for (int i = 0; i < 3; ++i) x[static_cast<size_t>(rng() % x.size())] = (i & 1) ? -INFINITY : INFINITY;
+  c.xq.assign(static_cast<size_t>(m * c.kp), 0);
+  c.xd.assign(static_cast<size_t>(m * c.ng), 0.0f);
+  c.ref.assign(static_cast<size_t>(m * n), 0.0f);
+  ref::quantize_activations(m, k, x.data(), k, c.xq.data(), c.kp, c.xd.data(), c.ng);
+  ref::gemm_i8(c.w.view, m, c.xq.data(), c.kp, c.xd.data(), c.ng, c.ref.data(), n);
+  return c;
+}
+
+// The backend's gemm() setup, single-threaded, on the given table.
+std::vector<float> run_table(const cpu::KernelTable& t, const I8Case& c) {
+  const tb_strips& w = c.w.view;
+  cpu::GemmParams p{};
+  p.prec = w.prec;
+  p.n = w.n;
+  p.k = w.k;
+  p.np = w.np;
+  p.kp = w.kp;
+  p.ngroups = c.ng;
+  p.tile_bytes = StripLayout::of(w).tile_code_bytes();
+  p.nsplit = fold_plan(w);
+  p.codes = static_cast<const uint8_t*>(w.codes);
+  p.scales = w.scales;
+  p.xq = c.xq.data();
+  p.ldxq = c.kp;
+  p.xd = c.xd.data();
+  p.ldxd = c.ng;
+  std::vector<float> y(static_cast<size_t>(c.m * w.n), 0.0f);
+  p.y = y.data();
+  p.ldy = w.n;
+  std::vector<uint8_t> pack(static_cast<size_t>(t.i8_pack_bytes(c.m, c.ng)));
+  t.i8_pack(p, c.m, pack.data());
+  p.xpack = pack.data();
+  t.gemm_i8(p, 0, w.np / 32, 0, c.m);
+  return y;
+}
+
+void check_same(const std::vector<float>& y, const std::vector<float>& ref, const char* what) {
+  const int64_t diff = first_difference(y.data(), ref.data(), y.size());
+  CHECK_MESSAGE(diff < 0, what << ": first difference at flat index " << diff << ": "
+                                << (diff < 0 ? 0.0f : y[static_cast<size_t>(diff)]) << " vs reference "
+                                << (diff < 0 ? 0.0f : ref[static_cast<size_t>(diff)]));
+}
+
+}  // namespace
+
+TEST_CASE("cpu amx schedule with emulated tiles equals ref::gemm_i8 bitwise: q8 q4, M 16..80, N 1..300, K 32..8224") {
+  if (!cpu::isa_runnable(cpu::Isa::kAvx512vnni)) {
+    MESSAGE("SKIPPED: the amx schedule's host part needs avx512vnni, which this CPU lacks");
+    return;
+  }
+  const cpu::KernelTable t = cpu::make_amx_emulated_kernel_table();
+  struct Shape { int64_t m, n, k; };
+  const Shape shapes[] = {{16, 32, 32},   {17, 1, 96},    {31, 33, 640},  {32, 300, 2048},
+                          {33, 64, 100},  {48, 45, 1024}, {64, 96, 544},  {65, 31, 256},
+                          {80, 70, 3000}, {16, 40, 8224}, {40, 33, 8224}};
+  int64_t calls = 0;
+  for (tb_prec prec : {TB_PREC_Q8, TB_PREC_Q4}) {
+    for (const Shape& s : shapes) {
+      const I8Case c = make_case(prec, s.m, s.n, s.k, static_cast<uint64_t>(s.m * 131 + s.n * 7 + s.k + prec));
+      INFO(std::string(prec_name(prec)) << " M=" << s.m << " N=" << s.n << " K=" << s.k);
+      check_same(run_table(t, c), c.ref, "emulated amx schedule");
+      ++calls;
+    }
+  }
+  MESSAGE(calls << " emulated-tile gemm calls memcmp-equal to the reference");
+}
+
+TEST_CASE("cpu amx tag: listed first, the default where it runs, UNAVAILABLE where it does not") {
+  const auto compiled = cpu::compiled_isas();
+  CHECK(compiled.front() == cpu::Isa::kAmx);
+  CHECK(std::string(cpu::isa_name(cpu::Isa::kAmx)) == "amx");
+  if (cpu::isa_runnable(cpu::Isa::kAmx)) {
+    CHECK(cpu::isa_runnable(cpu::Isa::kAvx512vnni));
+    CHECK(cpu::runnable_isas().front() == cpu::Isa::kAmx);  // the default where it runs
+  } else {
+    auto be = cpu_backend_for(cpu::Isa::kAmx);
+    CHECK(be.status().code() == TB_UNAVAILABLE);
+  }
+}
+
+TEST_SUITE("amx") {
+TEST_CASE("amx: cpu,isa=amx gemm i8 equals ref::gemm_i8 bitwise: q8 q4, every M 1..64 and ragged to 100, ragged N, K to 16384, threads 1 and all") {
+  if (!cpu::isa_runnable(cpu::Isa::kAmx)) {
+    MESSAGE("SKIPPED: this CPU or OS gives no AMX-INT8 tiles");
+    return;
+  }
+  struct Shape { int64_t n, k; };
+  const Shape shapes[] = {{1, 32}, {33, 2048}, {300, 96}, {1000, 8224}, {4100, 2048}, {100, 16384}};
+  int64_t calls = 0;
+  for (const char* threads : {"1", "0"}) {
+    std::vector<BackendParam> params = {{"isa", "amx"}};
+    if (threads[0] != '0') params.push_back({"threads", threads});
+    auto be = create_cpu_backend(params);
+    REQUIRE_MESSAGE(be.ok(), be.status().to_string());
+    CHECK(be->features().find("isa.amx") != std::string::npos);
+    for (tb_prec prec : {TB_PREC_Q8, TB_PREC_Q4}) {
+      for (const Shape& s : shapes) {
+        const int64_t mmax = s.k > 4096 ? 40 : 100;
+        const I8Case c = make_case(prec, mmax, s.n, s.k, static_cast<uint64_t>(s.n * 17 + s.k + prec));
+        tb_weights_view view{};
+        view.kind = TB_WEIGHTS_STRIPS;
+        view.strips = c.w.view;
+        auto bound = be->bind(view);
+        REQUIRE(bound.ok());
+        for (int64_t m = 1; m <= mmax; m += (m < 64 ? 1 : 9)) {
+          std::vector<float> y(static_cast<size_t>(m * s.n));
+          tb_gemm_args a{TB_ACT_I8, m, nullptr, 0, c.xq.data(), c.kp, c.xd.data(), c.ng, y.data(), s.n};
+          const Status st = be->gemm(bound.value(), a);
+          REQUIRE_MESSAGE(st.ok(), st.to_string());
+          INFO("threads " << threads << " " << std::string(prec_name(prec)) << " M=" << m << " N=" << s.n << " K=" << s.k);
+          check_same(y, std::vector<float>(c.ref.begin(), c.ref.begin() + m * s.n), "cpu,isa=amx");
+          ++calls;
+        }
+      }
+    }
+  }
+  MESSAGE(calls << " amx gemm calls memcmp-equal to the reference");
+}
+
+TEST_CASE("amx: the real tiles equal the emulated schedule on one shape (the emulation is what CI checks)") {
+  if (!cpu::isa_runnable(cpu::Isa::kAmx)) {
+    MESSAGE("SKIPPED: this CPU or OS gives no AMX-INT8 tiles");
+    return;
+  }
+  const I8Case c = make_case(TB_PREC_Q8, 37, 257, 4000, 5);
+  const std::vector<float> real = run_table(cpu::kernel_table(cpu::Isa::kAmx), c);
+  const std::vector<float> emulated = run_table(cpu::make_amx_emulated_kernel_table(), c);
+  check_same(real, emulated, "hardware vs emulated tiles");
+  check_same(real, c.ref, "hardware tiles vs reference");
+}
+}  // TEST_SUITE("amx")
+
+}  // namespace twinbit::test
