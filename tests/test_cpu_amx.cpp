@@ -43,7 +43,7 @@ I8Case make_case(tb_prec prec, int64_t m, int64_t n, int64_t k, uint64_t seed) {
 }
 
 // The backend's gemm() setup, single-threaded, on the given table.
-std::vector<float> run_table(const cpu::KernelTable& t, const I8Case& c) {
+std::vector<float> run_table(const cpu::KernelTable& t, const I8Case& c, int schedule = 0) {
   const tb_strips& w = c.w.view;
   cpu::GemmParams p{};
   p.prec = w.prec;
@@ -63,6 +63,7 @@ std::vector<float> run_table(const cpu::KernelTable& t, const I8Case& c) {
   std::vector<float> y(static_cast<size_t>(c.m * w.n), 0.0f);
   p.y = y.data();
   p.ldy = w.n;
+  p.amx_schedule = schedule;
   std::vector<uint8_t> pack(static_cast<size_t>(t.i8_pack_bytes(c.m, c.ng)));
   t.i8_pack(p, c.m, pack.data());
   p.xpack = pack.data();
@@ -93,9 +94,11 @@ TEST_CASE("cpu amx schedule with emulated tiles equals ref::gemm_i8 bitwise: q8 
   for (tb_prec prec : {TB_PREC_Q8, TB_PREC_Q4}) {
     for (const Shape& s : shapes) {
       const I8Case c = make_case(prec, s.m, s.n, s.k, static_cast<uint64_t>(s.m * 131 + s.n * 7 + s.k + prec));
-      INFO(std::string(prec_name(prec)) << " M=" << s.m << " N=" << s.n << " K=" << s.k);
-      check_same(run_table(t, c), c.ref, "emulated amx schedule");
-      ++calls;
+      for (int schedule : {0, 1}) {
+        INFO(std::string(prec_name(prec)) << " M=" << s.m << " N=" << s.n << " K=" << s.k << " schedule " << schedule);
+        check_same(run_table(t, c, schedule), c.ref, "emulated amx schedule");
+        ++calls;
+      }
     }
   }
   MESSAGE(calls << " emulated-tile gemm calls memcmp-equal to the reference");
@@ -138,14 +141,17 @@ TEST_CASE("amx: cpu,isa=amx gemm i8 equals ref::gemm_i8 bitwise: q8 q4, every M 
         view.strips = c.w.view;
         auto bound = be->bind(view);
         REQUIRE(bound.ok());
+        for (int schedule : {0, 1}) {
+        REQUIRE(be->set_switch("cpu.set_amx_schedule", schedule).ok());
         for (int64_t m = 1; m <= mmax; m += (m < 64 ? 1 : 9)) {
           std::vector<float> y(static_cast<size_t>(m * s.n));
           tb_gemm_args a{TB_ACT_I8, m, nullptr, 0, c.xq.data(), c.kp, c.xd.data(), c.ng, y.data(), s.n};
           const Status st = be->gemm(bound.value(), a);
           REQUIRE_MESSAGE(st.ok(), st.to_string());
-          INFO("threads " << threads << " " << std::string(prec_name(prec)) << " M=" << m << " N=" << s.n << " K=" << s.k);
+          INFO("threads " << threads << " schedule " << schedule << " " << std::string(prec_name(prec)) << " M=" << m << " N=" << s.n << " K=" << s.k);
           check_same(y, std::vector<float>(c.ref.begin(), c.ref.begin() + m * s.n), "cpu,isa=amx");
           ++calls;
+        }
         }
       }
     }
@@ -159,10 +165,12 @@ TEST_CASE("amx: the real tiles equal the emulated schedule on one shape (the emu
     return;
   }
   const I8Case c = make_case(TB_PREC_Q8, 37, 257, 4000, 5);
-  const std::vector<float> real = run_table(cpu::kernel_table(cpu::Isa::kAmx), c);
-  const std::vector<float> emulated = run_table(cpu::make_amx_emulated_kernel_table(), c);
-  check_same(real, emulated, "hardware vs emulated tiles");
-  check_same(real, c.ref, "hardware tiles vs reference");
+  for (int schedule : {0, 1}) {
+    const std::vector<float> real = run_table(cpu::kernel_table(cpu::Isa::kAmx), c, schedule);
+    const std::vector<float> emulated = run_table(cpu::make_amx_emulated_kernel_table(), c, schedule);
+    check_same(real, emulated, "hardware vs emulated tiles");
+    check_same(real, c.ref, "hardware tiles vs reference");
+  }
 }
 }  // TEST_SUITE("amx")
 

@@ -35,6 +35,7 @@ struct Context {
   const KernelTable* k = nullptr;
   int threads = 1;
   int prefetch_bytes = 8192;
+  int amx_schedule = 0;
   std::unique_ptr<tbb::task_arena> arena;
   std::string device;
   std::string features;
@@ -201,6 +202,7 @@ tb_code gemm(void* c, void* handle, const tb_gemm_args* a, tb_error* err) {
   const tb_strips& w = b->view.strips;
   GemmParams p = gemm_params(w);
   p.prefetch_bytes = ctx.prefetch_bytes;
+  p.amx_schedule = ctx.amx_schedule;
   p.y = a->y;
   p.ldy = a->ldy;
   PaddedRows padded;
@@ -353,9 +355,21 @@ tb_code sw_prefetch_bytes(void* c, int64_t v, tb_error* err) {
   return TB_OK;
 }
 
+tb_code sw_amx_schedule(void* c, int64_t v, tb_error* err) {
+  if (v != 0 && v != 1) {
+    return Error(TB_INVALID_ARGUMENT, "cpu.set_amx_schedule: %lld is not a schedule (expected 0 = "
+                 "quadrants, 1 = shared tiles)", static_cast<long long>(v)).to_c(err);
+  }
+  ctx_of(c)->amx_schedule = static_cast<int>(v);
+  return TB_OK;
+}
+
 void* get_proc(void*, const char* name) {
   if (name && std::strcmp(name, "cpu.set_prefetch_bytes") == 0) {
     return reinterpret_cast<void*>(&sw_prefetch_bytes);
+  }
+  if (name && std::strcmp(name, "cpu.set_amx_schedule") == 0) {
+    return reinterpret_cast<void*>(&sw_amx_schedule);
   }
   return nullptr;
 }

@@ -352,6 +352,17 @@ Status run_cpu(const Options& opt, std::vector<Case>& out) {
                           three[2], three[2] / three[0]);
             cs.note = note;
           }
+          if (mode == TB_ACT_I8 && m >= 16 && std::string(info.device).find(", amx)") != std::string::npos) {
+            // The amx tag's two tile schedules (cpu.set_amx_schedule), interleaved; ends on 0.
+            constexpr int64_t kSchedules[2] = {1, 0};
+            double sched_us[2] = {-1, -1};
+            TB_RETURN_IF_ERROR(ab_variants_us(be.value(), "cpu.set_amx_schedule", kSchedules, copies, samples,
+                                              gemm, sched_us));
+            char note[520];
+            std::snprintf(note, sizeof note, "%s; amx schedule quadrants / shared: %.1f / %.1f us",
+                          cs.note.c_str(), sched_us[1], sched_us[0]);
+            cs.note = note;
+          }
           if (m == 1 && vnni) {  // the software prefetch distance, default 8 KiB
             double dist_us[5] = {-1, -1, -1, -1, -1};
             TB_RETURN_IF_ERROR(ab_variants_us(be.value(), "cpu.set_prefetch_bytes", kPrefetchDistances, copies,

@@ -55,12 +55,13 @@ void pack(const GemmParams& p, int64_t m, void* out) {
 }
 
 // The tile configuration (palette 1): tiles 0, 1 = A (16 rows x 32 bytes), 2, 3 = B (8 rows x
-// 64 bytes), 4, 5 = C (16 rows x 16 int32). One per group of a pair: A/B/C = 0/2/4 and 1/3/5.
+// 64 bytes), 4 .. 7 = C (16 rows x 16 int32). Quadrant schedule: one group of a pair per
+// A/B/C = 0/2/4 and 1/3/5. Shared schedule: C 4 + 2h + b = A h . B 2 + b for one group.
 struct alignas(64) TileConfig {
   uint8_t palette = 1, start_row = 0;
   uint8_t reserved[14] = {};
-  uint16_t colsb[16] = {32, 32, 64, 64, 64, 64};
-  uint8_t rows[16] = {16, 16, 8, 8, 16, 16};
+  uint16_t colsb[16] = {32, 32, 64, 64, 64, 64, 64, 64};
+  uint8_t rows[16] = {16, 16, 8, 8, 16, 16, 16, 16};
 };
 static_assert(sizeof(TileConfig) == 64);
 
@@ -80,14 +81,34 @@ struct HardwareTiles {
   void zero_c(int u) { if (u == 0) _tile_zero(4); else _tile_zero(5); }
   void dot(int u) { if (u == 0) _tile_dpbssd(4, 0, 2); else _tile_dpbssd(5, 1, 3); }
   void store_c(int u, void* p, int64_t stride) { if (u == 0) _tile_stored(4, p, stride); else _tile_stored(5, p, stride); }
+  // The shared schedule's four C tiles, i = 2h + b: C 4 + i = A h . B 2 + b.
+  void zero_q(int i) {
+    switch (i) { case 0: _tile_zero(4); break; case 1: _tile_zero(5); break; case 2: _tile_zero(6); break; default: _tile_zero(7); }
+  }
+  void dot_q(int i) {
+    switch (i) {
+      case 0: _tile_dpbssd(4, 0, 2); break;
+      case 1: _tile_dpbssd(5, 0, 3); break;
+      case 2: _tile_dpbssd(6, 1, 2); break;
+      default: _tile_dpbssd(7, 1, 3);
+    }
+  }
+  void store_q(int i, void* p, int64_t stride) {
+    switch (i) {
+      case 0: _tile_stored(4, p, stride); break;
+      case 1: _tile_stored(5, p, stride); break;
+      case 2: _tile_stored(6, p, stride); break;
+      default: _tile_stored(7, p, stride);
+    }
+  }
 };
 
 // The same instructions as plain code, for the tests (cpu_amx.h): TDPBSSD as the ISA manual
 // defines it, C[m][n] += sum over k-quads q and bytes i of A[m][4q+i] * B[q][4n+i].
 struct EmulatedTiles {
-  alignas(64) uint8_t t[6][16][64];
-  static constexpr int kRows[6] = {16, 16, 8, 8, 16, 16};
-  static constexpr int kColsb[6] = {32, 32, 64, 64, 64, 64};
+  alignas(64) uint8_t t[8][16][64];
+  static constexpr int kRows[8] = {16, 16, 8, 8, 16, 16, 16, 16};
+  static constexpr int kColsb[8] = {32, 32, 64, 64, 64, 64, 64, 64};
   void configure() { std::memset(t, 0, sizeof t); }
   void release() {}
   void load(int T, const void* p, int64_t stride) {
@@ -96,8 +117,15 @@ struct EmulatedTiles {
   void load_a(int u, const void* p, int64_t stride) { load(u, p, stride); }
   void load_b(int u, const void* p, int64_t stride) { load(2 + u, p, stride); }
   void zero_c(int u) { std::memset(t[4 + u], 0, sizeof t[4 + u]); }
-  void dot(int u) {
-    const int C = 4 + u, A = u, B = 2 + u;
+  void dot(int u) { dot_tiles(4 + u, u, 2 + u); }
+  void zero_q(int i) { std::memset(t[4 + i], 0, sizeof t[4 + i]); }
+  void dot_q(int i) { dot_tiles(4 + i, i / 2, 2 + i % 2); }
+  void store_q(int i, void* p, int64_t stride) { store_tile(4 + i, p, stride); }
+  void store_c(int u, void* p, int64_t stride) { store_tile(4 + u, p, stride); }
+  void store_tile(int T, void* p, int64_t stride) {
+    for (int r = 0; r < kRows[T]; ++r) std::memcpy(static_cast<uint8_t*>(p) + r * stride, t[T][r], kColsb[T]);
+  }
+  void dot_tiles(int C, int A, int B) {
     for (int m = 0; m < kRows[C]; ++m) {
       for (int n = 0; n < kColsb[C] / 4; ++n) {
         int32_t s;
@@ -110,9 +138,6 @@ struct EmulatedTiles {
         std::memcpy(t[C][m] + 4 * n, &s, 4);
       }
     }
-  }
-  void store_c(int u, void* p, int64_t stride) {
-    for (int r = 0; r < kRows[4 + u]; ++r) std::memcpy(static_cast<uint8_t*>(p) + r * stride, t[4 + u][r], kColsb[4 + u]);
   }
 };
 
@@ -128,6 +153,23 @@ void widen_q4_tiles(const uint8_t* q4, int64_t tiles, int8_t* out) {
     const __m512i hi = _mm512_sub_epi8(_mm512_and_si512(_mm512_srli_epi16(v, 4), mask), eight);
     _mm512_store_si512(out + 128 * i, _mm512_permutex2var_epi64(lo, even, hi));
     _mm512_store_si512(out + 128 * i + 64, _mm512_permutex2var_epi64(lo, odd, hi));
+  }
+}
+
+// Columns 16h .. 16h+15 of strip s, rows [r_begin, min(r_begin + 16, row_end)), from the
+// (column, row) fold of one quadrant: a row's 16 columns are a stride-16 gather, stored masked to
+// the columns that exist (masked-off lanes never touch memory).
+void write_quadrant(const GemmParams& p, const float (*out)[16], int64_t s, int h, int64_t r_begin, int64_t row_end) {
+  const int64_t n0 = s * 32 + 16 * h;
+  const int64_t c_end = std::min<int64_t>(16, p.n - n0);
+  if (c_end <= 0) return;  // a last strip's second half past N
+  const __m512i column_stride = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                                    _mm512_set1_epi32(16));
+  const __mmask16 columns = static_cast<__mmask16>((1u << c_end) - 1);
+  const int64_t r_end = std::min(row_end, r_begin + 16);
+  for (int64_t r = r_begin; r < r_end; ++r) {
+    const __m512 row = _mm512_i32gather_ps(column_stride, &out[0][r - r_begin], 4);
+    _mm512_mask_storeu_ps(p.y + r * p.ldy + n0, columns, row);
   }
 }
 
@@ -215,21 +257,94 @@ void amx_strip_pass(Tiles& tiles, const GemmParams& p, int64_t s, int64_t b0, in
       for (int c = 0; c < 16; ++c) _mm512_store_ps(acc_mem[q][c], acc[c]);
     }
   }
-  const int64_t n0 = s * 32;
   for (int q = 0; q < nq; ++q) {
     const int h = q / nb, b = q % nb;
-    const int64_t r_begin = (b0 + b) * 16, r_end = std::min(row_end, r_begin + 16);
-    const int64_t c_end = std::min<int64_t>(16, p.n - n0 - 16 * h);
-    if (c_end <= 0) continue;  // a last strip's second half past N
-    // out_mem is (column, row): a row's 16 columns are a stride-16 gather, stored masked to the
-    // columns that exist (masked-off lanes never touch memory).
-    const __m512i column_stride = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                                                      _mm512_set1_epi32(16));
-    const __mmask16 columns = static_cast<__mmask16>((1u << c_end) - 1);
-    for (int64_t r = r_begin; r < r_end; ++r) {
-      const __m512 row = _mm512_i32gather_ps(column_stride, &out_mem[q][0][r - r_begin], 4);
-      _mm512_mask_storeu_ps(p.y + r * p.ldy + n0 + 16 * h, columns, row);
+    write_quadrant(p, out_mem[q], s, h, (b0 + b) * 16, row_end);
+  }
+}
+
+// The shared schedule (GemmParams::amx_schedule = 1): per group ONE load of each A (both weight
+// halves) and each B (row blocks b0, b0 + 1), four C tiles (2h + b) in flight, stored together;
+// the accumulators of the four quadrants live in L1 (64 zmm would not fit the registers).
+// Half the tile loads of the quadrant schedule and twice the C tiles in flight, for one load and
+// one store of an accumulator per fma. nb <= 2. The same operations per output, so the same bits.
+template <class Tiles>
+void amx_strip_pass_shared(Tiles& tiles, const GemmParams& p, int64_t s, int64_t b0, int nb, int64_t row_end) {
+  const int64_t ng = p.ngroups, tb = p.tile_bytes;
+  const auto* records = static_cast<const int8_t*>(p.xpack);
+  alignas(64) float acc_mem[4][16][16];        // (quadrant 2h + b, column, row)
+  alignas(64) float out_mem[4][16][16];
+  alignas(64) int32_t isum[2][4][16][16];      // (buffer, quadrant, column, row)
+  alignas(64) float ws[kChunk][32];
+  alignas(64) int8_t wide[kChunk][1024];
+  std::memset(acc_mem, 0, sizeof acc_mem);
+  std::memset(out_mem, 0, sizeof out_mem);
+  const bool q4 = p.prec == TB_PREC_Q4;
+  int64_t z = 0, group_end = slice_end(ng, p.nsplit, 0);
+  for (int64_t c0 = 0; c0 < ng; c0 += kChunk) {
+    const int cn = static_cast<int>(std::min<int64_t>(kChunk, ng - c0));
+    const uint8_t* chunk = p.codes + (s * ng + c0) * tb;
+    const int8_t* a_base = reinterpret_cast<const int8_t*>(chunk);
+    if (q4) {
+      widen_q4_tiles(chunk, cn, &wide[0][0]);
+      a_base = &wide[0][0];
     }
+    const int64_t a_stride = q4 ? 1024 : tb;
+    for (int j = 0; j < cn; ++j) {
+      for (int h = 0; h < 2; ++h) {
+        _mm512_store_ps(ws[j] + 16 * h, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p.scales + (s * ng + c0 + j) * 32 + 16 * h))));
+      }
+    }
+    const char* ahead = reinterpret_cast<const char*>(chunk + static_cast<int64_t>(cn) * tb);
+    const int64_t ahead_lines = kChunk * tb / 64;
+    const int64_t per_group = p.prefetch_bytes > 0 ? ceil_div(ahead_lines, cn) : 0;
+    int64_t next_line = 0;
+    auto tile_group = [&](int j) {
+      const int64_t g = c0 + j;
+      tiles.load_a(0, a_base + j * a_stride, 32);
+      tiles.load_a(1, a_base + j * a_stride + 512, 32);
+      for (int b = 0; b < nb; ++b) tiles.load_b(b, records + ((b0 + b) * ng + g) * kRecordBytes, 64);
+      for (int h = 0; h < 2; ++h) {
+        for (int b = 0; b < nb; ++b) {
+          tiles.zero_q(2 * h + b);
+          tiles.dot_q(2 * h + b);
+        }
+      }
+      for (int h = 0; h < 2; ++h) {
+        for (int b = 0; b < nb; ++b) tiles.store_q(2 * h + b, isum[j % 2][2 * h + b], 64);
+      }
+    };
+    tile_group(0);
+    for (int j = 0; j < cn; ++j) {
+      if (j + 1 < cn) tile_group(j + 1);
+      for (int64_t l = 0; l < per_group && next_line < ahead_lines; ++l, ++next_line) {
+        _mm_prefetch(ahead + next_line * 64, _MM_HINT_T1);
+      }
+      const int64_t g = c0 + j;
+      const bool slice_closes = g + 1 == group_end;
+      for (int h = 0; h < 2; ++h) {
+        const float* w = ws[j] + 16 * h;
+        for (int b = 0; b < nb; ++b) {
+          const int q = 2 * h + b;
+          const __m512 xd = _mm512_loadu_ps(reinterpret_cast<const float*>(records + ((b0 + b) * ng + g) * kRecordBytes + kBTileBytes));
+#pragma GCC unroll 16
+          for (int c = 0; c < 16; ++c) {
+            const __m512 pf = _mm512_cvtepi32_ps(_mm512_load_si512(isum[j % 2][q][c]));  // exact
+            const __m512 t = _mm512_mul_ps(_mm512_set1_ps(w[c]), xd);                  // ws * xd
+            __m512 acc = _mm512_fmadd_ps(pf, t, _mm512_load_ps(acc_mem[q][c]));
+            if (slice_closes) {
+              _mm512_store_ps(out_mem[q][c], _mm512_add_ps(_mm512_load_ps(out_mem[q][c]), acc));
+              acc = _mm512_setzero_ps();
+            }
+            _mm512_store_ps(acc_mem[q][c], acc);
+          }
+        }
+      }
+      if (slice_closes && ++z < p.nsplit) group_end = slice_end(ng, p.nsplit, z);
+    }
+  }
+  for (int h = 0; h < 2; ++h) {
+    for (int b = 0; b < nb; ++b) write_quadrant(p, out_mem[2 * h + b], s, h, (b0 + b) * 16, row_end);
   }
 }
 
@@ -243,10 +358,15 @@ void gemm_i8_tiles(const GemmParams& p, int64_t s0, int64_t s1, int64_t r0, int6
   }
   Tiles tiles;
   tiles.configure();
+  const int pass_blocks = p.amx_schedule == 1 ? 2 : kPassBlocks;
   for (int64_t s = s0; s < s1; ++s) {
-    for (int64_t b0 = r0 / 16; b0 * 16 < r1; b0 += kPassBlocks) {
-      const int nb = static_cast<int>(std::min<int64_t>(kPassBlocks, row_blocks(r1) - b0));
-      amx_strip_pass(tiles, p, s, b0, nb, r1);
+    for (int64_t b0 = r0 / 16; b0 * 16 < r1; b0 += pass_blocks) {
+      const int nb = static_cast<int>(std::min<int64_t>(pass_blocks, row_blocks(r1) - b0));
+      if (p.amx_schedule == 1) {
+        amx_strip_pass_shared(tiles, p, s, b0, nb, r1);
+      } else {
+        amx_strip_pass(tiles, p, s, b0, nb, r1);
+      }
     }
   }
   tiles.release();
