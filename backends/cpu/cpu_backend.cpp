@@ -35,7 +35,7 @@ struct Context {
   const KernelTable* k = nullptr;
   int threads = 1;
   int prefetch_bytes = 8192;
-  int amx_schedule = 0;
+  int amx_schedule = 1;  // measured 4-6% faster than 0 (docs/results/cpu-amx-2026-12-02.md)
   std::unique_ptr<tbb::task_arena> arena;
   std::string device;
   std::string features;

@@ -25,8 +25,8 @@
 //                           parameter), for A/B measurements in one process. Not thread-safe
 //                           against operations of the same backend.
 //   cpu.set_amx_schedule    the amx tag's tile schedule of the I8 gemm at M >= 16 (0 = one
-//                           quadrant at a time, the default; 1 = the four quadrants of a group
-//                           from one set of tiles; isa/kernels_amx.cpp), for the same A/B. Same bits.
+//                           quadrant at a time; 1 = the four quadrants of a group from one set
+//                           of tiles, the default; isa/kernels_amx.cpp), for the same A/B. Same bits.
 // The kernels have one schedule per tag; the variants measured against them (a tile-only F32
 // decode, burst prefetches, L1 prefetches) were removed (docs/results/cpu-kernel-choices.md).
 //

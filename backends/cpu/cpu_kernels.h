@@ -68,6 +68,7 @@ struct GemmParams {
   int64_t ldy;
   const void* xpack = nullptr;  // the activations in the tag's own layout (KernelTable::i8_pack), or null
   int amx_schedule = 0;         // the amx tag's tile schedule (kernels_amx.cpp): 0 quadrants, 1 shared tiles
+                                // (the backend's default: 1)
   int64_t prefetch_bytes = 8192;  // software prefetch distance in bytes of codes (0: none); the
                                   // lines go into L2 only (cpu_kernels_impl.hpp, prefetch_ahead)
 };
