@@ -1,5 +1,5 @@
 // twinbit-bench-ggml: llama.cpp's ggml CPU mul_mat timed at twinbit's benchmark shapes, so
-// twinbit-bench's numbers have a peer measured on the same machine in the same session.
+// twinbit-bench's numbers have a peer measured on the same machine, run just before or after them.
 // Built only when ggml is given (bench/CMakeLists.txt: TWINBIT_GGML_SOURCE, TWINBIT_GGML_BUILD).
 //
 // What it times, per case: one graph y = mul_mat(W, x) (W: N x K in Q8_0 or Q4_0, x: K x M f32,
