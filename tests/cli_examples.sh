@@ -102,6 +102,10 @@ expect_ok "check attn entries cpu against cpu" "$tb" check "$dir/s.tbsc" --backe
 for kind in "gemv_f32 48 x 5120" "gemv_f32_pair" "gdn_delta" "M 1, f32"; do
   grep -q "$kind.*0/[0-9]* differ" "$dir/out" && pass "check covers $kind" || bad "check has no equal '$kind' line"
 done
+# The RK3588-layout backend: i8 lines bit-equal, f32 and float ops reported unsupported with the reason.
+expect_ok "check cpu against npu_layout" "$tb" check "$dir/s.tbsc" --backend cpu --against npu_layout --m 1,3 --mode f32,i8
+grep -q "M 3, i8 *0/[0-9]* differ" "$dir/out" && pass "check npu_layout: i8 lines equal" || bad "check npu_layout: no equal i8 line"
+grep -q "unsupported on npu_layout: .*takes no float activations" "$dir/out" && pass "check npu_layout: f32 unsupported with the reason" || bad "check npu_layout: f32 lines"
 if [ -n "$plugin" ]; then
   expect_ok "check cpu against the example plugin" "$tb" check "$dir/s.tbsc" --backend cpu --against "$plugin" --m 1,3 --mode f32,i8
   grep -q "unsupported on .*q4 weights with int8" "$dir/out" && pass "check: plugin's unsupported q4/i8 reported" || bad "check: plugin's unsupported lines"
