@@ -32,12 +32,6 @@ namespace {
 
 std::atomic<uint64_t> g_runs{0};
 
-int32_t dot16(const int8_t* a, const int8_t* b) {
-  int32_t s = 0;
-  for (int i = 0; i < 16; ++i) s += int32_t{a[i]} * int32_t{b[i]};
-  return s;
-}
-
 }  // namespace
 
 const char* dev_status_name(DevStatus s) {
@@ -114,19 +108,36 @@ DevStatus matmul_run(Matmul* ctx) {
   const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 16) / std::max<int64_t>(1, M * K * kBSubN));
   [[maybe_unused]] const char spawned = 0, joined = 0;
   TWINBIT_TSAN_RELEASE(&spawned);
+  const int64_t segments = b_segments(K);
   tbb::parallel_for(tbb::blocked_range<int64_t>(0, tiles, grain), [&](const tbb::blocked_range<int64_t>& r) {
     TWINBIT_TSAN_ACQUIRE(&spawned);
+    std::vector<int32_t> sums(static_cast<size_t>(M * kBSubN));
+    int16_t bt[kBSubK][kBSubN];  // one B tile transposed to [k][column]: rows broadcast over columns
     for (int64_t j = r.begin(); j < r.end(); ++j) {
-      for (int64_t m = 0; m < M; ++m) {
-        for (int64_t c = 0; c < kBSubN; ++c) {
-          const int64_t n = j * kBSubN + c;
-          int32_t s = 0;
-          for (int64_t k0 = 0; k0 < K; k0 += kBSubK) {
-            const int8_t* run = B + b_offset(K, N, k0, n);  // 32 k of column n, contiguous
-            s += dot16(A + a_offset(M, m, k0), run) + dot16(A + a_offset(M, m, k0 + 16), run + 16);
+      std::fill(sums.begin(), sums.end(), 0);
+      for (int64_t t = 0; t < segments; ++t) {
+        const int64_t k_tiles = round_up(b_segment_k(K, t), kBSubK) / kBSubK;
+        // Tile (j, kb) of segment t: 32 columns x 32 k, column c's k contiguous (npu_layout.h).
+        const int8_t* tile = B + b_offset(K, N, t * kKSegment, j * kBSubN);
+        for (int64_t kb = 0; kb < k_tiles; ++kb, tile += kBSubN * kBSubK) {
+          for (int64_t c = 0; c < kBSubN; ++c) {
+            for (int64_t k = 0; k < kBSubK; ++k) bt[k][c] = tile[c * kBSubK + k];
           }
-          C[c_offset(M, m, n)] = s;
+          const int64_t k0 = t * kKSegment + kb * kBSubK;
+          for (int64_t m = 0; m < M; ++m) {
+            const int8_t* lo = A + a_offset(M, m, k0);       // k0 .. k0+15 of row m
+            const int8_t* hi = A + a_offset(M, m, k0 + 16);  // k0+16 .. k0+31
+            int32_t* s = sums.data() + m * kBSubN;
+            for (int64_t k = 0; k < kBSubK; ++k) {
+              const int16_t a = k < 16 ? lo[k] : hi[k - 16];
+              // |a * b| <= 128 * 128 = 16384: the product is exact in int16.
+              for (int64_t c = 0; c < kBSubN; ++c) s[c] += static_cast<int16_t>(a * bt[k][c]);
+            }
+          }
         }
+      }
+      for (int64_t m = 0; m < M; ++m) {
+        for (int64_t c = 0; c < kBSubN; ++c) C[c_offset(M, m, j * kBSubN + c)] = sums[m * kBSubN + c];
       }
     }
     TWINBIT_TSAN_RELEASE(&joined);
