@@ -12,7 +12,7 @@
 namespace twinbit::bench {
 
 struct Options {
-  std::string backend = "cpu";        // --backend SPEC (core/backend_spec.h) naming cpu or cuda
+  std::string backend = "cpu";        // --backend SPEC (core/backend_spec.h) naming cpu, cuda or npu_layout
   BackendSpec spec;                   // its parse; cpu: --threads fills threads= when absent
   std::string json_path;              // --json FILE ("" = none)
   std::vector<std::string> shapes;    // --shape names (empty = all Qwen3-VL-2B shapes)
@@ -42,5 +42,7 @@ struct Case {
 // Each returns OK and appends its cases, or an error naming what failed.
 Status run_cpu(const Options& options, std::vector<Case>& out);
 Status run_cuda(const Options& options, std::vector<Case>& out);  // UNAVAILABLE if not built
+// npu_layout (the emulated backend) next to cpu, with the mapping model's chip counts.
+Status run_npu(const Options& options, std::vector<Case>& out);
 
 }  // namespace twinbit::bench

@@ -19,8 +19,8 @@ int main(int argc, char** argv) {
   using namespace twinbit;
   bench::Options opt;
   CLI::App app{"twinbit-bench: time twinbit's kernels against the floor and a peer, in one run"};
-  app.add_option("--backend", opt.backend, "Backend to measure: a SPEC naming cpu or cuda (e.g. "
-                 "cpu, cpu,isa=fma3_avx2, cuda:1; core/backend_spec.h)")->capture_default_str();
+  app.add_option("--backend", opt.backend, "Backend to measure: a SPEC naming cpu, cuda or npu_layout (e.g. "
+                 "cpu, cpu,isa=fma3_avx2, cuda:1, npu_layout,cores=3; core/backend_spec.h)")->capture_default_str();
   app.add_option("--json", opt.json_path, "Also write the cases as one JSON object to FILE");
   app.add_option("--shape", opt.shapes, "Only these shapes (q_o, k_v, gate, gate_up, down, qkv, lm_head)");
   app.add_option("--m", opt.ms, "Batch sizes M")->delimiter(',')->capture_default_str();
@@ -33,8 +33,9 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   auto spec = parse_backend_spec(opt.backend);
-  if (spec.ok() && spec->name != "cpu" && spec->name != "cuda") {
-    spec = Error(TB_INVALID_ARGUMENT, "--backend %s: the drivers measure cpu or cuda",
+  if (spec.ok() && spec->name != "cpu" && spec->name != "cuda" &&
+                    spec->name != "npu_layout") {
+    spec = Error(TB_INVALID_ARGUMENT, "--backend %s: the drivers measure cpu, cuda or npu_layout",
                  opt.backend.c_str());
   }
   if (!spec.ok()) {
@@ -43,7 +44,9 @@ int main(int argc, char** argv) {
   }
   opt.spec = spec.value();
   std::vector<bench::Case> cases;
-  Status s = opt.spec.name == "cpu" ? bench::run_cpu(opt, cases) : bench::run_cuda(opt, cases);
+  Status s = opt.spec.name == "cpu"          ? bench::run_cpu(opt, cases)
+             : opt.spec.name == "npu_layout" ? bench::run_npu(opt, cases)
+                                             : bench::run_cuda(opt, cases);
   if (!s.ok()) {
     std::fprintf(stderr, "twinbit-bench: %s\n", s.to_string().c_str());
     return 1;
