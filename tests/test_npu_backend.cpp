@@ -89,6 +89,40 @@ TEST_CASE("npu_layout gemm on column ranges folds the projection's plan (N 5000:
   }
 }
 
+TEST_CASE("npu_layout bind statistics: Np * Kp native bytes per handle (q4: twice its codes)") {
+  auto be = npu_backend(2);
+  REQUIRE(be.ok());
+  using Stats = tb_code (*)(void*, uint64_t*, uint64_t*, tb_error*);
+  auto stats = reinterpret_cast<Stats>(be->proc("npu_layout.bind_stats"));
+  REQUIRE(be->proc("npu_layout.bind_stats") != nullptr);
+  auto read = [&](uint64_t& bytes, uint64_t& handles) {
+    tb_error err{};
+    REQUIRE(stats(be->raw().ctx, &bytes, &handles, &err) == TB_OK);
+  };
+  uint64_t bytes = 1, handles = 1;
+  read(bytes, handles);
+  CHECK(bytes == 0);
+  CHECK(handles == 0);
+  OwnedStrips q4 = random_strips(TB_PREC_Q4, 40, 64, 1), q8 = random_strips(TB_PREC_Q8, 100, 96, 2);
+  tb_weights_view view{};
+  view.kind = TB_WEIGHTS_STRIPS;
+  view.strips = q4.view;
+  {
+    auto b4 = be->bind(view);
+    REQUIRE(b4.ok());
+    view.strips = q8.view;
+    auto b8 = be->bind(view);
+    REQUIRE(b8.ok());
+    read(bytes, handles);
+    CHECK(bytes == 64 * 64 + 128 * 96);  // q4: 2 x its 2048 code bytes; q8: its codes
+    CHECK(q4.view.codes_bytes == 2048);
+    CHECK(handles == 2);
+  }
+  read(bytes, handles);
+  CHECK(bytes == 0);
+  CHECK(handles == 0);
+}
+
 TEST_CASE("npu_layout makes the device calls the per-group mapping counts") {
   auto be = npu_backend(3);
   REQUIRE(be.ok());

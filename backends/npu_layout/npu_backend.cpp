@@ -13,6 +13,7 @@
 //          slices folded in ascending order from +0.
 // Only the I8 activation mode runs: the RK3588 int8 matmul takes no float activations. F32,
 // gemv_f32 and gdn_delta are UNIMPLEMENTED with that reason, and the runtime's fallback takes them.
+#include <atomic>
 #include <cmath>
 #include <memory>
 #include <mutex>
@@ -45,6 +46,7 @@ constexpr const char* kNoFloat = "the RK3588 int8 matmul takes no float activati
 
 struct Context {
   int cores = npu::kCores;
+  std::atomic<uint64_t> bound_bytes{0}, bound_handles{0};  // the bind statistics (get_proc)
   std::mutex core_lock[npu::kCores];  // a core runs one matmul at a time
   std::string device, features;
 };
@@ -148,11 +150,36 @@ tb_code weights_bind(void* c, const tb_weights_view* view, void** out_handle, tb
   auto b = std::unique_ptr<Bound>(new (std::nothrow) Bound);
   if (!b) return Error(TB_RESOURCE_EXHAUSTED, "%s: out of host memory", kWho).to_c(err);
   if (Status s = bind_strips(*ctx_of(c), view->strips, *b); !s.ok()) return s.to_c(err);
+  ctx_of(c)->bound_bytes += b->b.size();
+  ctx_of(c)->bound_handles += 1;
   *out_handle = b.release();
   return TB_OK;
 }
 
-void weights_release(void*, void* handle) { delete static_cast<Bound*>(handle); }
+void weights_release(void* c, void* handle) {
+  const Bound* b = static_cast<const Bound*>(handle);
+  if (!b) return;
+  ctx_of(c)->bound_bytes -= b->b.size();
+  ctx_of(c)->bound_handles -= 1;
+  delete b;
+}
+
+// "npu_layout.bind_stats" (get_proc), of type tb_code (*)(void* ctx, uint64_t* bytes,
+// uint64_t* handles, tb_error* err): the native B bytes the live handles keep (Np * Kp each:
+// the q8 codes' size, twice the q4 codes') and how many handles there are.
+tb_code bind_stats(void* c, uint64_t* bytes, uint64_t* handles, tb_error* err) {
+  if (!bytes || !handles) {
+    return Error(TB_INVALID_ARGUMENT, "%s: bind_stats: null output", kWho).to_c(err);
+  }
+  *bytes = ctx_of(c)->bound_bytes.load();
+  *handles = ctx_of(c)->bound_handles.load();
+  return TB_OK;
+}
+
+void* get_proc(void*, const char* name) {
+  if (name && std::string(name) == "npu_layout.bind_stats") return reinterpret_cast<void*>(&bind_stats);
+  return nullptr;
+}
 
 // One chunk's columns for rows [r0, r0 + rows): the per-group device calls and the host's scale
 // accumulation in contract order. Runs with the chunk's core held.
@@ -259,7 +286,7 @@ const tb_backend_iface kIface = {
     .gemv_f32_pair = nullptr,  // core's default: two gemv_f32 calls (UNIMPLEMENTED)
     .read_floor = nullptr,
     .quantize_i8 = nullptr,    // the host runs the reference quantiser
-    .get_proc = nullptr,
+    .get_proc = get_proc,
 };
 
 }  // namespace
@@ -284,7 +311,8 @@ extern "C" tb_code tb_backend_create_npu_layout(uint32_t host_abi_version, tb_ba
   if (!ctx) return Error(TB_RESOURCE_EXHAUSTED, "%s: out of host memory", kWho).to_c(err);
   ctx->cores = static_cast<int>(cores);
   ctx->device = std::string(npu::device_name()) + " (" + std::to_string(cores) +
-                " cores; bound weights: int8 native B, group-major, Np*Kp bytes per projection)";
+                " cores; bound weights: int8 native B, group-major, Np*Kp bytes per projection, "
+                "npu_layout.bind_stats)";
   ctx->features = "gemm.q8,gemm.q4,act.i8,layout.rk3588_native,cores." + std::to_string(cores);
   out->iface = &kIface;
   out->ctx = ctx.release();
