@@ -111,10 +111,12 @@ DevStatus matmul_run(Matmul* ctx) {
   const int64_t segments = b_segments(K);
   tbb::parallel_for(tbb::blocked_range<int64_t>(0, tiles, grain), [&](const tbb::blocked_range<int64_t>& r) {
     TWINBIT_TSAN_ACQUIRE(&spawned);
-    std::vector<int32_t> sums(static_cast<size_t>(M * kBSubN));
+    // Sums wrap modulo 2^32 like an int32 accumulator, without signed overflow (a K past 131071
+    // could overflow; the backend's K = 32 sums stay below 2^20).
+    std::vector<uint32_t> sums(static_cast<size_t>(M * kBSubN));
     int16_t bt[kBSubK][kBSubN];  // one B tile transposed to [k][column]: rows broadcast over columns
     for (int64_t j = r.begin(); j < r.end(); ++j) {
-      std::fill(sums.begin(), sums.end(), 0);
+      std::fill(sums.begin(), sums.end(), 0u);
       for (int64_t t = 0; t < segments; ++t) {
         const int64_t k_tiles = round_up(b_segment_k(K, t), kBSubK) / kBSubK;
         // Tile (j, kb) of segment t: 32 columns x 32 k, column c's k contiguous (npu_layout.h).
@@ -127,17 +129,19 @@ DevStatus matmul_run(Matmul* ctx) {
           for (int64_t m = 0; m < M; ++m) {
             const int8_t* lo = A + a_offset(M, m, k0);       // k0 .. k0+15 of row m
             const int8_t* hi = A + a_offset(M, m, k0 + 16);  // k0+16 .. k0+31
-            int32_t* s = sums.data() + m * kBSubN;
+            uint32_t* s = sums.data() + m * kBSubN;
             for (int64_t k = 0; k < kBSubK; ++k) {
               const int16_t a = k < 16 ? lo[k] : hi[k - 16];
               // |a * b| <= 128 * 128 = 16384: the product is exact in int16.
-              for (int64_t c = 0; c < kBSubN; ++c) s[c] += static_cast<int16_t>(a * bt[k][c]);
+              for (int64_t c = 0; c < kBSubN; ++c) {
+                s[c] += static_cast<uint32_t>(static_cast<int32_t>(static_cast<int16_t>(a * bt[k][c])));
+              }
             }
           }
         }
       }
       for (int64_t m = 0; m < M; ++m) {
-        for (int64_t c = 0; c < kBSubN; ++c) C[c_offset(M, m, j * kBSubN + c)] = sums[m * kBSubN + c];
+        for (int64_t c = 0; c < kBSubN; ++c) C[c_offset(M, m, j * kBSubN + c)] = static_cast<int32_t>(sums[m * kBSubN + c]);
       }
     }
     TWINBIT_TSAN_RELEASE(&joined);
