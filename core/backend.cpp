@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "core/error_buffer.h"
 #include "core/op_checks.h"
 #include "core/reference.h"
 #include "core/rows.h"
@@ -65,9 +66,9 @@ Result<Backend> Backend::adopt(tb_backend raw) {
   TB_RETURN_IF_ERROR(check_table(raw));
   auto state = std::make_shared<detail::BackendState>(raw);  // owned from here
   tb_backend_info info{};
-  tb_error err{};
-  tb_code code = raw.iface->describe(raw.ctx, &info, &err);
-  if (code != TB_OK) return Status::from_c(code, err);
+  GuardedError err;
+  tb_code code = raw.iface->describe(raw.ctx, &info, err.get());
+  if (code != TB_OK) return Status::from_c(code, *err);
   state->name = info.name ? info.name : "";
   state->device = info.device ? info.device : "";
   state->features = info.features ? info.features : "";
@@ -78,8 +79,8 @@ Result<Backend> Backend::adopt(tb_backend raw) {
 
 Status Backend::supports(const tb_op_desc& op) const {
   TB_RETURN_IF_ERROR(check_op_desc_fields(op));  // a backend never loads an enum that names nothing
-  tb_error err{};
-  return Status::from_c(iface().supports(ctx(), &op, &err), err);
+  GuardedError err;
+  return Status::from_c(iface().supports(ctx(), &op, err.get()), *err);
 }
 
 Result<BoundWeights> Backend::bind(const tb_weights_view& view,
@@ -93,9 +94,9 @@ Result<BoundWeights> Backend::bind(const tb_weights_view& view,
     return Error(TB_INVALID_ARGUMENT, "weights kind %d is unknown", kind);
   }
   void* handle = nullptr;
-  tb_error err{};
-  tb_code code = iface().weights_bind(ctx(), &view, &handle, &err);
-  if (code != TB_OK) return Status::from_c(code, err);
+  GuardedError err;
+  tb_code code = iface().weights_bind(ctx(), &view, &handle, err.get());
+  if (code != TB_OK) return Status::from_c(code, *err);
   return BoundWeights(state_, handle, view, std::move(keep_alive));
 }
 
@@ -113,8 +114,8 @@ Status Backend::gemm(const BoundWeights& w, const tb_gemm_args& args) const {
   op.n = s.n;
   op.k = s.k;
   TB_RETURN_IF_ERROR(supports(op));
-  tb_error err{};
-  return Status::from_c(iface().gemm(ctx(), w.handle(), &args, &err), err);
+  GuardedError err;
+  return Status::from_c(iface().gemm(ctx(), w.handle(), &args, err.get()), *err);
 }
 
 namespace {
@@ -133,8 +134,8 @@ Status Backend::gemv_f32(const BoundWeights& w, const float* x, float* y) const 
   }
   if (!x || !y) return Error(TB_INVALID_ARGUMENT, "gemv_f32: x or y is null");
   TB_RETURN_IF_ERROR(supports(gemv_desc(TB_OP_GEMV_F32, w.view().matrix)));
-  tb_error err{};
-  return Status::from_c(iface().gemv_f32(ctx(), w.handle(), x, y, &err), err);
+  GuardedError err;
+  return Status::from_c(iface().gemv_f32(ctx(), w.handle(), x, y, err.get()), *err);
 }
 
 Status Backend::gemv_f32_pair(const BoundWeights& a, const BoundWeights& b, const float* x,
@@ -155,9 +156,9 @@ Status Backend::gemv_f32_pair(const BoundWeights& a, const BoundWeights& b, cons
     return gemv_f32(b, x, yb);
   }
   TB_RETURN_IF_ERROR(supports(gemv_desc(TB_OP_GEMV_F32_PAIR, ma)));
-  tb_error err{};
+  GuardedError err;
   return Status::from_c(
-      iface().gemv_f32_pair(ctx(), a.handle(), b.handle(), x, ya, yb, &err), err);
+      iface().gemv_f32_pair(ctx(), a.handle(), b.handle(), x, ya, yb, err.get()), *err);
 }
 
 Status Backend::gdn_delta(const tb_gdn_args& args) const {
@@ -169,8 +170,8 @@ Status Backend::gdn_delta(const tb_gdn_args& args) const {
   d.kd = args.kd;
   d.vd = args.vd;
   TB_RETURN_IF_ERROR(supports(d));
-  tb_error err{};
-  return Status::from_c(iface().gdn_delta(ctx(), &args, &err), err);
+  GuardedError err;
+  return Status::from_c(iface().gdn_delta(ctx(), &args, err.get()), *err);
 }
 
 Status Backend::read_floor(const BoundWeights& w, int64_t m) const {
@@ -178,8 +179,8 @@ Status Backend::read_floor(const BoundWeights& w, int64_t m) const {
     return Error(TB_UNIMPLEMENTED, "backend '%s' has no read_floor entry", name().c_str());
   }
   TB_RETURN_IF_ERROR(check_rows(m));
-  tb_error err{};
-  return Status::from_c(iface().read_floor(ctx(), w.handle(), m, &err), err);
+  GuardedError err;
+  return Status::from_c(iface().read_floor(ctx(), w.handle(), m, err.get()), *err);
 }
 
 bool Backend::has_gemv_f32_pair() const { return TB_IFACE_HAS(&iface(), gemv_f32_pair); }
@@ -197,8 +198,8 @@ Status Backend::set_switch(const char* switch_name, int64_t value) const {
     return Error(TB_UNIMPLEMENTED, "backend '%s' has no switch '%s'", name().c_str(),
                  switch_name ? switch_name : "(null)");
   }
-  tb_error err{};
-  return Status::from_c(fn(ctx(), value, &err), err);
+  GuardedError err;
+  return Status::from_c(fn(ctx(), value, err.get()), *err);
 }
 
 Status Backend::quantize_i8(const tb_quantize_args& args) const {
@@ -209,8 +210,8 @@ Status Backend::quantize_i8(const tb_quantize_args& args) const {
     d.m = args.m;
     d.k = args.k;
     if (supports(d).ok()) {
-      tb_error err{};
-      return Status::from_c(iface().quantize_i8(ctx(), &args, &err), err);
+      GuardedError err;
+      return Status::from_c(iface().quantize_i8(ctx(), &args, err.get()), *err);
     }
   }
   ref::quantize_activations(args.m, args.k, args.x, args.ldx, args.xq, args.ldxq, args.xd,

@@ -2,6 +2,8 @@
 
 #include <dlfcn.h>
 
+#include "core/error_buffer.h"
+
 namespace twinbit {
 
 std::string builtin_backend_names() {
@@ -38,10 +40,10 @@ Result<Backend> create_from(tb_backend_create_fn create, const BackendSpec& spec
                             const std::string& what) {
   const CParams c(spec);
   tb_backend raw{};
-  tb_error err{};
-  tb_code code = create(TB_BACKEND_ABI_VERSION, &raw, &err, &c.params);
+  GuardedError err;
+  tb_code code = create(TB_BACKEND_ABI_VERSION, &raw, err.get(), &c.params);
   if (code != TB_OK) {
-    Status s = Status::from_c(code, err);
+    Status s = Status::from_c(code, *err);
     return Status(s.code(), what + ": " + s.message());
   }
   auto b = Backend::adopt(raw);
@@ -73,10 +75,10 @@ Result<std::vector<std::string>> devices_from(tb_backend_devices_fn fn, const st
   if (!fn) return std::vector<std::string>{what};
   std::vector<tb_device_info> infos(64);
   uint32_t count = 0;
-  tb_error err{};
+  GuardedError err;
   tb_code code = fn(TB_BACKEND_ABI_VERSION, infos.data(), static_cast<uint32_t>(infos.size()),
-                    &count, &err);
-  if (code != TB_OK) return Status::from_c(code, err);
+                    &count, err.get());
+  if (code != TB_OK) return Status::from_c(code, *err);
   std::vector<std::string> names;
   for (uint32_t i = 0; i < count && i < infos.size(); ++i) {
     infos[i].name[TB_DEVICE_NAME_CAPACITY - 1] = '\0';
