@@ -13,6 +13,8 @@ const char* verdict_name(Verdict v) {
     case Verdict::xfail: return "xfail";
     case Verdict::xpass: return "xpass";
     case Verdict::error: return "error";
+    case Verdict::crash: return "crash";
+    case Verdict::timeout: return "timeout";
   }
   return "unknown";
 }

@@ -20,8 +20,12 @@
 //                (the runtime's fallback: built-in registry order) and must equal the reference.
 //   xfail        the case differs (or failed) and is on the backend's expected-failure list.
 //   xpass        the case is on the expected-failure list but passed: the entry is stale.
-//   error        the backend returned an error other than UNIMPLEMENTED, or wrote outside its
-//                output.
+//   error        the backend returned an error other than UNIMPLEMENTED, wrote outside its
+//                output (a canary band or a guard page around it), changed an input, answered
+//                UNIMPLEMENTED after supports() accepted the case, or gave other bits when the
+//                case was run again (alone, then from two threads at once: "nondeterministic").
+//   crash        the worker process running the case died (a signal, an exit): isolated runs only.
+//   timeout      the case ran past the time limit; its worker was killed: isolated runs only.
 // A run passes when there is no differ, error, xpass, and every unsupported case fell back to a
 // backend that produced the reference's bits.
 //
@@ -33,8 +37,8 @@
 // a sample of the columns (always the first and last 33, plus evenly spaced ones) with
 // ref::gemm_f32_at / gemm_i8_at, and the case says "sampled C of N columns".
 //
-// THREAD SAFETY. run_suite uses the backend from one thread at a time and computes the reference
-// on worker threads (oneTBB). Different suites may run concurrently on different backends.
+// THREAD SAFETY. run_suite calls the backend from up to two threads at once (the repeat of every
+// case, as the backend contract allows) and computes the reference on worker threads (oneTBB). Different suites may run concurrently on different backends.
 #pragma once
 
 #include <cstdint>
@@ -115,7 +119,7 @@ Result<std::vector<ExpectedFailure>> read_expected_failures(const std::string& p
 
 // --- outcomes ------------------------------------------------------------------------------
 
-enum class Verdict { equal, differ, unsupported, xfail, xpass, error };
+enum class Verdict { equal, differ, unsupported, xfail, xpass, error, crash, timeout };
 const char* verdict_name(Verdict v);  // "equal", "differ", ...
 
 // A bit comparison of an output against the reference.
@@ -162,6 +166,7 @@ struct CaseResult {
 
 struct Totals {
   int64_t cases = 0, equal = 0, differ = 0, unsupported = 0, xfail = 0, xpass = 0, error = 0;
+  int64_t crash = 0, timeout = 0;  // isolated runs only
   int64_t fallback_failed = 0;  // unsupported cases no backend reproduced exactly
   int64_t sampled = 0;          // cases whose reference covered a sample of columns
 };
@@ -196,6 +201,8 @@ struct SuiteOptions {
   double reference_budget = 3e7;
   // Progress lines ("[120/612] gemm_q8_f32_M33_N257_K96 ..."), called from the running thread.
   std::function<void(const std::string&)> progress;
+  // Called for every finished case (index, count, result), from the running thread: a live log.
+  std::function<void(size_t, size_t, const CaseResult&)> on_case;
 };
 
 // Runs `cases` on `backend`. Never fails as a whole: every problem is a case's verdict.
@@ -208,6 +215,11 @@ Report run_suite(const Backend& backend, const std::vector<Case>& cases,
 // seconds differ: they count the whole run).
 std::vector<Report> run_suites(const std::vector<const Backend*>& backends,
                                const std::vector<Case>& cases, const SuiteOptions& options);
+
+// Sets a report's identity from a backend's own (untrusted) text, sanitised
+// (guards/untrusted_text.h), with the library version, the seed and the date.
+void fill_identity(Report& rep, const std::string& name, const std::string& device,
+                   const std::string& features, uint64_t seed);
 
 // --- reports (report.cpp; formats documented in docs/CONFORMANCE.md) -------------------------
 

@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "conformance/conformance.h"
 
@@ -20,12 +21,30 @@ bool is_canary(float f);
 struct Attempt {
   Status status;      // UNIMPLEMENTED = unsupported; other errors = error
   Mismatch mismatch;  // valid when status is OK
+  uint64_t output_hash = 0;  // of every output byte of every call: runs of a case must agree
 };
+
+// A named input's hash (activations, codes, scales, ...): taken before and after every attempt,
+// since a backend only reads its inputs.
+struct InputHash {
+  const char* name;  // "x (activations)", "codes", ...
+  uint64_t hash;
+};
+
+uint64_t hash_bytes(const void* data, size_t bytes, uint64_t seed = 0);
+
+// What an operation answered after supports() accepted the case: UNIMPLEMENTED there contradicts
+// the claim (a runtime trusting supports() would fail at the call), so it becomes INTERNAL with
+// both halves quoted; anything else passes through.
+Status after_claim(Status op_status, const char* op);
 
 class PreparedCase {
  public:
   virtual ~PreparedCase() = default;
+  // Runs the case on `backend`. Thread-safe: the runner calls it from two threads at once (the
+  // repeat check), so it changes nothing of the prepared case.
   virtual Attempt run(const Backend& backend) const = 0;
+  virtual std::vector<InputHash> input_hashes() const = 0;
   // What was checked: "all 257 columns", "sampled 98 of 5000 columns", "rows 0, 1, 16 of 33".
   const std::string& checked() const { return checked_; }
   bool sampled() const { return sampled_; }

@@ -2,8 +2,11 @@
 #include <algorithm>
 #include <cstring>
 
+#include <xxhash.h>
+
 #include <tbb/parallel_for.h>
 
+#include "conformance/guards/guarded_buffer.h"
 #include "conformance/inputs.h"
 #include "conformance/prepared.h"
 #include "core/numerics.h"
@@ -21,6 +24,16 @@ bool is_canary(float f) {
   uint32_t u;
   std::memcpy(&u, &f, 4);
   return u == kCanaryBits;
+}
+
+uint64_t hash_bytes(const void* data, size_t bytes, uint64_t seed) {
+  return XXH3_64bits_withSeed(data, bytes, seed);
+}
+
+Status after_claim(Status op_status, const char* op) {
+  if (op_status.code() != TB_UNIMPLEMENTED) return op_status;
+  return Error(TB_INTERNAL, "supports() accepted the case, then %s answered UNIMPLEMENTED (%s): "
+               "a runtime trusting supports() fails at the call", op, op_status.message().c_str());
 }
 
 namespace {
@@ -89,33 +102,49 @@ class GemmCase final : public PreparedCase {
     d.n = c_.n;
     d.k = c_.k;
     if (a.status = b.supports(d); !a.status.ok()) return a;
+    if (c_.kind == CaseKind::batch_invariance) {  // the rows are also run alone: ask for M = 1 too
+      d.m = 1;
+      if (a.status = b.supports(d); !a.status.ok()) return a;
+    }
     auto bound = b.bind(view);
     if (!bound.ok()) {
-      a.status = bound.status();
+      a.status = after_claim(bound.status(), "weights_bind");
       return a;
     }
-    std::vector<float> y;
+    std::unique_ptr<guards::GuardedBuffer> y;
     if (c_.kind == CaseKind::gemm) {
       // Called twice on one binding, each call into fresh canaries: a backend that keeps state
       // between calls (CUDA captures its offload graph on the first call and replays it on the
       // second) must give the reference's bits both times. The first call that differs is reported.
       for (const char* output : {"y", "y_call2"}) {
-        if (a.status = call(b, bound.value(), 0, c_.m, y); !a.status.ok()) return a;
-        a.mismatch = compare_bits(y.data(), ldy_, yref_.data(), c_.n, c_.m, c_.n, cols_, output);
-        if (a.mismatch.differing > 0) break;
+        if (a.status = call(b, bound.value(), 0, c_.m, y, a); !a.status.ok()) return a;
+        const Mismatch mm = compare_bits(y->as<float>(), ldy_, yref_.data(), c_.n, c_.m, c_.n, cols_, output);
+        if (a.mismatch.differing == 0) a.mismatch = mm;
       }
       return a;
     }
-    if (a.status = call(b, bound.value(), 0, c_.m, y); !a.status.ok()) return a;
+    if (a.status = call(b, bound.value(), 0, c_.m, y, a); !a.status.ok()) return a;
     // Batch invariance: each checked row alone (M = 1) must equal that row of the M-row call.
     for (int64_t row : batch_rows()) {
-      std::vector<float> y1;
-      if (a.status = call(b, bound.value(), row, 1, y1); !a.status.ok()) return a;
-      Mismatch mm = compare_bits(y.data() + row * ldy_, ldy_, y1.data(), ldy_, 1, c_.n, {}, "y");
+      std::unique_ptr<guards::GuardedBuffer> y1;
+      if (a.status = call(b, bound.value(), row, 1, y1, a); !a.status.ok()) return a;
+      Mismatch mm = compare_bits(y->as<float>() + row * ldy_, ldy_, y1->as<float>(), ldy_, 1, c_.n, {}, "y");
       if (mm.differing > 0) mm.first_m = row;
       a.mismatch.merge(mm);
     }
     return a;
+  }
+
+  std::vector<InputHash> input_hashes() const override {
+    std::vector<InputHash> h = {
+        {"x (activations)", hash_bytes(x_.data(), x_.size() * 4)},
+        {"codes (weights)", hash_bytes(w_.codes.data(), w_.codes.size())},
+        {"scales (weights)", hash_bytes(w_.scales.data(), w_.scales.size() * 2)}};
+    if (c_.mode == TB_ACT_I8) {
+      h.push_back({"xq (activation codes)", hash_bytes(xq_.data(), xq_.size())});
+      h.push_back({"xd (activation scales)", hash_bytes(xd_.data(), xd_.size() * 4)});
+    }
+    return h;
   }
 
   std::vector<int64_t> batch_rows() const {
@@ -135,10 +164,11 @@ class GemmCase final : public PreparedCase {
   }
 
  private:
-  // Runs rows [row0, row0 + m) into a fresh canary-filled y [m][ldy]; checks the slack.
+  // Runs rows [row0, row0 + m) into a fresh canary-filled, guarded y [m][ldy]; checks the row
+  // slack and the bands around y; adds what was written to the attempt's output hash.
   Status call(const Backend& b, const BoundWeights& w, int64_t row0, int64_t m,
-              std::vector<float>& y) const {
-    y.assign(static_cast<size_t>(m * ldy_), canary());
+              std::unique_ptr<guards::GuardedBuffer>& y, Attempt& a) const {
+    y = std::make_unique<guards::GuardedBuffer>("y", static_cast<size_t>(m * ldy_) * 4, 4, kCanaryBits);
     tb_gemm_args g{};
     g.mode = c_.mode;
     g.m = m;
@@ -150,17 +180,20 @@ class GemmCase final : public PreparedCase {
       g.xd = xd_.data() + row0 * ldxd_;
       g.ldxd = ldxd_;
     }
-    g.y = y.data();
+    g.y = y->as<float>();
     g.ldy = ldy_;
-    TB_RETURN_IF_ERROR(b.gemm(w, g));
+    TB_RETURN_IF_ERROR(after_claim(b.gemm(w, g), "gemm"));
+    TB_RETURN_IF_ERROR(y->check());
+    const float* out = y->as<float>();
     for (int64_t r = 0; r < m; ++r) {
       for (int64_t n = c_.n; n < ldy_; ++n) {
-        if (!is_canary(y[r * ldy_ + n])) {
+        if (!is_canary(out[r * ldy_ + n])) {
           return Error(TB_INTERNAL, "wrote y[%lld][%lld], outside the output (N = %lld, ldy = %lld)",
                        (long long)r, (long long)n, (long long)c_.n, (long long)ldy_);
         }
       }
     }
+    a.output_hash = hash_bytes(out, y->bytes(), a.output_hash);
     return Status();
   }
 

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 
+#include "conformance/guards/guarded_buffer.h"
 #include "conformance/inputs.h"
 #include "conformance/prepared.h"
 #include "core/numerics.h"
@@ -12,7 +13,7 @@ namespace twinbit::conformance::detail {
 namespace {
 
 constexpr int64_t kSlack = 32;     // canary bytes / floats after every row of xq and xd
-constexpr int8_t kCodeCanary = 0x5a;
+constexpr int8_t kCodeCanary = 0x5a;  // the fill of the guarded xq
 
 class QuantizeCase final : public PreparedCase {
  public:
@@ -51,10 +52,14 @@ class QuantizeCase final : public PreparedCase {
     d.k = c_.k;
     if (a.status = b.supports(d); !a.status.ok()) return a;
     const int64_t ldq = kp_ + kSlack, ldd = ng_ + kSlack;
-    std::vector<int8_t> xq(static_cast<size_t>(c_.m * ldq), kCodeCanary);
-    std::vector<float> xd(static_cast<size_t>(c_.m * ldd), canary());
-    const tb_quantize_args args{c_.m, c_.k, x_.data(), ldx_, xq.data(), ldq, xd.data(), ldd};
-    if (a.status = b.quantize_i8(args); !a.status.ok()) return a;
+    guards::GuardedBuffer xqb("xq", static_cast<size_t>(c_.m * ldq), 1, 0x5a5a5a5au);
+    guards::GuardedBuffer xdb("xd", static_cast<size_t>(c_.m * ldd) * 4, 4, kCanaryBits);
+    const int8_t* xq = xqb.as<int8_t>();
+    const float* xd = xdb.as<float>();
+    const tb_quantize_args args{c_.m, c_.k, x_.data(), ldx_, xqb.as<int8_t>(), ldq, xdb.as<float>(), ldd};
+    if (a.status = after_claim(b.quantize_i8(args), "quantize_i8"); !a.status.ok()) return a;
+    if (a.status = xqb.check(); !a.status.ok()) return a;
+    if (a.status = xdb.check(); !a.status.ok()) return a;
     for (int64_t r = 0; r < c_.m; ++r) {
       for (int64_t i = kp_; i < ldq; ++i) {
         if (xq[r * ldq + i] != kCodeCanary) return wrote_past("xq", r, kp_, a);
@@ -63,9 +68,14 @@ class QuantizeCase final : public PreparedCase {
         if (!is_canary(xd[r * ldd + i])) return wrote_past("xd", r, ng_, a);
       }
     }
-    a.mismatch = compare_codes(xq.data(), ldq);
-    a.mismatch.merge(compare_bits(xd.data(), ldd, dref_.data(), ng_, c_.m, ng_, {}, "xd"));
+    a.output_hash = hash_bytes(xd, xdb.bytes(), hash_bytes(xq, xqb.bytes()));
+    a.mismatch = compare_codes(xq, ldq);
+    a.mismatch.merge(compare_bits(xd, ldd, dref_.data(), ng_, c_.m, ng_, {}, "xd"));
     return a;
+  }
+
+  std::vector<InputHash> input_hashes() const override {
+    return {{"x (activations)", hash_bytes(x_.data(), x_.size() * 4)}};
   }
 
  private:

@@ -1,4 +1,7 @@
 // gemv_f32, gemv_f32_pair and gdn_delta cases: inputs, the shared reference, one run.
+#include <cstring>
+
+#include "conformance/guards/guarded_buffer.h"
 #include "conformance/inputs.h"
 #include "conformance/prepared.h"
 #include "core/reference.h"
@@ -6,16 +9,10 @@
 namespace twinbit::conformance::detail {
 namespace {
 
-constexpr int64_t kSlack = 4;  // canary floats after every output
+using guards::GuardedBuffer;
 
-Status check_slack(const std::vector<float>& y, int64_t used, const char* what) {
-  for (int64_t i = used; i < static_cast<int64_t>(y.size()); ++i) {
-    if (!is_canary(y[static_cast<size_t>(i)])) {
-      return Error(TB_INTERNAL, "wrote %s[%lld], past the end of the output (%lld elements)", what,
-                   (long long)i, (long long)used);
-    }
-  }
-  return Status();
+std::unique_ptr<GuardedBuffer> output(const char* name, int64_t floats) {
+  return std::make_unique<GuardedBuffer>(name, static_cast<size_t>(floats) * 4, 4, kCanaryBits);
 }
 
 class GemvCase final : public PreparedCase {
@@ -47,23 +44,36 @@ class GemvCase final : public PreparedCase {
     va.matrix = matrix(0);
     vb.matrix = matrix(pair ? 1 : 0);
     auto wa = b.bind(va);
-    if (!wa.ok()) return Attempt{wa.status(), {}};
-    std::vector<float> ya(static_cast<size_t>(c_.n + kSlack), canary()), yb = ya;
+    if (!wa.ok()) return Attempt{after_claim(wa.status(), "weights_bind"), {}};
+    auto ya = output(pair ? "y_a" : "y", c_.n), yb = output("y_b", c_.n);
     if (!pair) {
-      if (a.status = b.gemv_f32(wa.value(), x_.data(), ya.data()); !a.status.ok()) return a;
-      if (a.status = check_slack(ya, c_.n, "y"); !a.status.ok()) return a;
-      a.mismatch = compare_bits(ya.data(), 1, yref_[0].data(), 1, 1, c_.n, {}, "y");
+      a.status = after_claim(b.gemv_f32(wa.value(), x_.data(), ya->as<float>()), "gemv_f32");
+      if (!a.status.ok()) return a;
+      if (a.status = ya->check(); !a.status.ok()) return a;
+      a.mismatch = compare_bits(ya->as<float>(), 1, yref_[0].data(), 1, 1, c_.n, {}, "y");
+      a.output_hash = hash_bytes(ya->as<float>(), ya->bytes());
       return a;
     }
     auto wb = b.bind(vb);
-    if (!wb.ok()) return Attempt{wb.status(), {}};
-    a.status = b.gemv_f32_pair(wa.value(), wb.value(), x_.data(), ya.data(), yb.data());
+    if (!wb.ok()) return Attempt{after_claim(wb.status(), "weights_bind"), {}};
+    a.status = after_claim(b.gemv_f32_pair(wa.value(), wb.value(), x_.data(), ya->as<float>(),
+                                           yb->as<float>()), "gemv_f32_pair");
     if (!a.status.ok()) return a;
-    if (a.status = check_slack(ya, c_.n, "y_a"); !a.status.ok()) return a;
-    if (a.status = check_slack(yb, c_.n, "y_b"); !a.status.ok()) return a;
-    a.mismatch = compare_bits(ya.data(), 1, yref_[0].data(), 1, 1, c_.n, {}, "y_a");
-    a.mismatch.merge(compare_bits(yb.data(), 1, yref_[1].data(), 1, 1, c_.n, {}, "y_b"));
+    if (a.status = ya->check(); !a.status.ok()) return a;
+    if (a.status = yb->check(); !a.status.ok()) return a;
+    a.mismatch = compare_bits(ya->as<float>(), 1, yref_[0].data(), 1, 1, c_.n, {}, "y_a");
+    a.mismatch.merge(compare_bits(yb->as<float>(), 1, yref_[1].data(), 1, 1, c_.n, {}, "y_b"));
+    a.output_hash = hash_bytes(yb->as<float>(), yb->bytes(), hash_bytes(ya->as<float>(), ya->bytes()));
     return a;
+  }
+
+  std::vector<InputHash> input_hashes() const override {
+    std::vector<InputHash> h = {{"x (activations)", hash_bytes(x_.data(), x_.size() * 4)},
+                                {"matrix (weights)", hash_bytes(mats_[0].data(), mats_[0].size() * 4)}};
+    if (c_.kind == CaseKind::gemv_f32_pair) {
+      h.push_back({"second matrix (weights)", hash_bytes(mats_[1].data(), mats_[1].size() * 4)});
+    }
+    return h;
   }
 
  private:
@@ -98,14 +108,25 @@ class GdnCase final : public PreparedCase {
     d.kd = c_.kd;
     d.vd = c_.vd;
     if (a.status = b.supports(d); !a.status.ok()) return a;
-    std::vector<float> state = state0_;
-    std::vector<float> o(static_cast<size_t>(c_.vh * c_.vd + kSlack), canary());
-    if (a.status = b.gdn_delta(args(state.data(), o.data())); !a.status.ok()) return a;
-    if (a.status = check_slack(o, c_.vh * c_.vd, "o"); !a.status.ok()) return a;
-    a.mismatch = compare_bits(o.data(), c_.vd, o_ref_.data(), c_.vd, c_.vh, c_.vd, {}, "o");
-    a.mismatch.merge(compare_bits(state.data(), c_.kd * c_.vd, state_ref_.data(), c_.kd * c_.vd,
+    // The state is read and written in place: guarded like an output, starting as state0.
+    auto state = output("state", c_.vh * c_.kd * c_.vd);
+    std::memcpy(state->as<float>(), state0_.data(), state0_.size() * 4);
+    auto o = output("o", c_.vh * c_.vd);
+    a.status = after_claim(b.gdn_delta(args(state->as<float>(), o->as<float>())), "gdn_delta");
+    if (!a.status.ok()) return a;
+    if (a.status = o->check(); !a.status.ok()) return a;
+    if (a.status = state->check(); !a.status.ok()) return a;
+    a.mismatch = compare_bits(o->as<float>(), c_.vd, o_ref_.data(), c_.vd, c_.vh, c_.vd, {}, "o");
+    a.mismatch.merge(compare_bits(state->as<float>(), c_.kd * c_.vd, state_ref_.data(), c_.kd * c_.vd,
                                   c_.vh, c_.kd * c_.vd, {}, "state"));
+    a.output_hash = hash_bytes(state->as<float>(), state->bytes(), hash_bytes(o->as<float>(), o->bytes()));
     return a;
+  }
+
+  std::vector<InputHash> input_hashes() const override {
+    return {{"q", hash_bytes(q_.data(), q_.size() * 4)}, {"k", hash_bytes(k_.data(), k_.size() * 4)},
+            {"v", hash_bytes(v_.data(), v_.size() * 4)}, {"g (gates)", hash_bytes(g_.data(), g_.size() * 4)},
+            {"beta", hash_bytes(beta_.data(), beta_.size() * 4)}};
   }
 
  private:

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "conformance/conformance.h"
+#include "conformance/guards/untrusted_text.h"
 #include "core/op_checks.h"
 
 #ifndef TWINBIT_VERSION
@@ -17,6 +18,8 @@ std::string library_version() {
 }
 
 namespace {
+
+using guards::sanitize_untrusted;
 
 const char* op_of(CaseKind k) {
   switch (k) {
@@ -38,14 +41,16 @@ std::string mismatch_text(const Mismatch& m) {
 }
 
 std::string fallback_text(const FallbackResult& f) {
-  if (!f.ran) return "fallback FAILED: " + f.message;
+  if (!f.ran) return "fallback FAILED: " + sanitize_untrusted(f.message);
   std::string s = "fallback " + f.backend + ": " + verdict_name(f.verdict);
   if (f.verdict == Verdict::differ) s += " (" + mismatch_text(f.mismatch) + ")";
-  if (f.verdict == Verdict::error) s += " (" + f.message + ")";
+  if (f.verdict == Verdict::error) s += " (" + sanitize_untrusted(f.message) + ")";
   return s;
 }
 
-// One line per non-equal case: VERDICT name: details.
+// One line per non-equal case: VERDICT name: details. Whatever came from the backend is
+// sanitised again here (it already was when the result was made; sanitising is idempotent), so no
+// report line can be forged whichever way a result was built.
 std::string case_line(const CaseResult& r) {
   std::string tag = verdict_name(r.verdict);
   for (char& ch : tag) ch = static_cast<char>(toupper(ch));
@@ -55,13 +60,13 @@ std::string case_line(const CaseResult& r) {
       s += mismatch_text(r.mismatch) + " [" + r.checked + "]";
       break;
     case Verdict::unsupported:
-      s += r.message + "; " + fallback_text(r.fallback);
+      s += sanitize_untrusted(r.message) + "; " + fallback_text(r.fallback);
       break;
     case Verdict::xfail:
-      s += (r.mismatch.differing ? mismatch_text(r.mismatch) + "; " : "") + "expected: " + r.message;
+      s += (r.mismatch.differing ? mismatch_text(r.mismatch) + "; " : "") + "expected: " + sanitize_untrusted(r.message);
       break;
     default:
-      s += r.message;
+      s += sanitize_untrusted(r.message);
   }
   return s;
 }
@@ -70,9 +75,11 @@ std::string case_line(const CaseResult& r) {
 
 std::string format_text(const Report& r) {
   std::string s = "twinbit conformance report\n";
-  s += Format("  backend    %s (%s)\n", r.backend.c_str(), r.source.c_str());
-  s += Format("  device     %s\n", r.device.c_str());
-  s += Format("  features   %s\n", r.features.empty() ? "(none declared)" : r.features.c_str());
+  s += Format("  backend    %s (%s)\n", sanitize_untrusted(r.backend).c_str(),
+              sanitize_untrusted(r.source).c_str());
+  s += Format("  device     %s\n", sanitize_untrusted(r.device).c_str());
+  s += Format("  features   %s\n", r.features.empty() ? "(none declared)"
+                                                      : sanitize_untrusted(r.features).c_str());
   s += Format("  library    %s\n", r.library_version.c_str());
   s += Format("  date       %s\n", r.date.c_str());
   s += Format("  seed       %llu (sweep %s, %d random cases)\n",
@@ -99,10 +106,13 @@ std::string format_text(const Report& r) {
   if (shown == 0) s += "(every case equal)\n";
   const Totals& t = r.totals;
   s += Format("\ntotals: %lld cases: %lld equal, %lld differ, %lld unsupported (%lld without an "
-              "exact fallback), %lld xfail, %lld xpass, %lld error; %.1f s\n",
+              "exact fallback), %lld xfail, %lld xpass, %lld error%s; %.1f s\n",
               (long long)t.cases, (long long)t.equal, (long long)t.differ, (long long)t.unsupported,
               (long long)t.fallback_failed, (long long)t.xfail, (long long)t.xpass,
-              (long long)t.error, r.seconds);
+              (long long)t.error,
+              t.crash + t.timeout > 0 ? Format(", %lld crash, %lld timeout", (long long)t.crash,
+                                               (long long)t.timeout).c_str() : "",
+              r.seconds);
   s += Format("result: %s\n", r.passed() ? "PASS" : "FAIL");
   return s;
 }
@@ -135,7 +145,8 @@ std::string format_json(const Report& r) {
   const Totals& t = r.totals;
   j["totals"] = {{"cases", t.cases}, {"equal", t.equal}, {"differ", t.differ},
                  {"unsupported", t.unsupported}, {"xfail", t.xfail}, {"xpass", t.xpass},
-                 {"error", t.error}, {"fallback_failed", t.fallback_failed},
+                 {"error", t.error}, {"crash", t.crash}, {"timeout", t.timeout},
+                 {"fallback_failed", t.fallback_failed},
                  {"sampled", t.sampled}};
   j["passed"] = r.passed();
   nlohmann::json cases = nlohmann::json::array();
@@ -247,7 +258,7 @@ std::string format_junit(const Report& r) {
   const Totals& t = r.totals;
   int64_t failures = 0, errors = 0, skipped = 0;
   for (const CaseResult& c : r.results) {
-    if (c.verdict == Verdict::error) {
+    if (c.verdict == Verdict::error || c.verdict == Verdict::crash || c.verdict == Verdict::timeout) {
       ++errors;
     } else if (c.failed()) {
       ++failures;
@@ -283,8 +294,10 @@ std::string format_junit(const Report& r) {
     const std::string detail = xml_escape(case_line(c));
     if (c.verdict == Verdict::equal) {
       s += "/>\n";
-    } else if (c.verdict == Verdict::error) {
-      s += Format(">\n      <error message=\"%s\"/>\n    </testcase>\n", detail.c_str());
+    } else if (c.verdict == Verdict::error || c.verdict == Verdict::crash ||
+               c.verdict == Verdict::timeout) {
+      s += Format(">\n      <error type=\"%s\" message=\"%s\"/>\n    </testcase>\n",
+                  verdict_name(c.verdict), detail.c_str());
     } else if (c.failed()) {
       s += Format(">\n      <failure message=\"%s\"/>\n    </testcase>\n", detail.c_str());
     } else {
