@@ -2,13 +2,17 @@
 // in or plugged in, with a report a vendor can hand in (docs/CONFORMANCE.md).
 #include <fnmatch.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <memory>
 #include <optional>
 
 #include "cli/backend_option.h"
 #include "cli/cli_common.h"
 #include "cli/output_path.h"
 #include "conformance/conformance.h"
+#include "conformance/isolation/isolation.h"
 
 namespace twinbit::cli {
 namespace {
@@ -19,7 +23,38 @@ struct ConformanceOptions {
   uint64_t seed = 1;
   int cases = 100;
   bool list = false, quiet = false;
+  std::string isolation = "auto", log;
+  double case_timeout = 60;
+  bool worker = false;  // internal: this process is an isolated run's worker (isolation.h)
 };
+
+// The worker's command line: this executable in its worker mode, with what it needs to load the
+// backend and judge a case exactly as the parent would.
+std::vector<std::string> worker_argv(const ConformanceOptions& o, const std::string& spec) {
+  std::vector<std::string> argv = {"/proc/self/exe", "conformance", "--worker", "-q",
+                                   "--seed", std::to_string(o.seed), "--sweep", o.sweep};
+  if (!o.plugin.empty()) {
+    argv.insert(argv.end(), {"--plugin", o.plugin});
+  } else {
+    argv.insert(argv.end(), {"--backend", spec});
+  }
+  if (!o.expected.empty()) argv.insert(argv.end(), {"--expected", o.expected});
+  return argv;
+}
+
+// The worker mode: load the backend (or say why not), then judge the cases the parent sends.
+int run_worker_mode(const ConformanceOptions& o, BackendSpec spec, conformance::SuiteOptions so) {
+  constexpr int kResultFd = 3;
+  apply_environment_defaults(spec);
+  int exit_code = kExitOk;
+  auto backend = open_backend_spec("conformance", spec, &exit_code);
+  if (!backend.ok()) {
+    conformance::isolation::worker_fatal(kResultFd, backend.status(), exit_code);
+    return exit_code;
+  }
+  if (o.sweep == "exhaustive") so.reference_budget = 0;
+  return conformance::isolation::run_worker(backend.value(), so, 0, kResultFd);
+}
 
 int run_conformance(const ConformanceOptions& o) {
   using namespace conformance;
@@ -53,10 +88,42 @@ int run_conformance(const ConformanceOptions& o) {
     return usage_error("conformance", Error(TB_INVALID_ARGUMENT, "--json and --junit report on "
                        "one backend: give one --backend with them (%zu given)", specs.size()));
   }
+  const bool isolate = o.isolation == "process" || (o.isolation == "auto" && !o.plugin.empty());
+  if (isolate && specs.size() > 1) {
+    return usage_error("conformance", Error(TB_INVALID_ARGUMENT, "--isolation process runs one "
+                       "backend: give one --backend with it (%zu given)", specs.size()));
+  }
+  SuiteOptions so;
+  so.seed = o.seed;
+  if (!o.expected.empty()) {
+    auto list = read_expected_failures(o.expected);
+    if (!list.ok()) return fail("conformance", list.status());
+    so.expected = std::move(list).value();
+  }
+  if (o.worker) return run_worker_mode(o, specs.front(), so);
+  if (!o.quiet) so.progress = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
+  // The live log: one line per finished case, flushed at once, so a run that is itself killed
+  // still says how far it got (the reports are written only at the end, each atomically).
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> log(nullptr, std::fclose);
+  if (!o.log.empty()) {
+    log.reset(std::fopen(o.log.c_str(), "w"));
+    if (!log) {
+      return usage_error("conformance", Error(TB_INVALID_ARGUMENT, "--log '%s' cannot be written: %s",
+                                              o.log.c_str(), std::strerror(errno)));
+    }
+    so.on_case = [f = log.get()](size_t i, size_t n, const CaseResult& r) {
+      std::fprintf(f, "[%zu/%zu] %s: %s (%.3f s)%s%s\n", i + 1, n, r.name.c_str(),
+                   verdict_name(r.verdict), r.seconds, r.message.empty() ? "" : " ",
+                   r.message.c_str());
+      std::fflush(f);
+    };
+  }
+
   std::vector<Backend> backends;
   std::vector<BackendSpec> running;
   int skipped_code = kExitOk;
   for (BackendSpec& spec : specs) {
+    if (isolate) break;  // the workers load it: a backend that crashes at load loses a worker
     apply_environment_defaults(spec);
     int exit_code = kExitOk;
     auto backend = open_backend_spec("conformance", spec, &exit_code);
@@ -69,16 +136,7 @@ int run_conformance(const ConformanceOptions& o) {
       return exit_code;
     }
   }
-  if (backends.empty()) return skipped_code;
-
-  SuiteOptions so;
-  so.seed = o.seed;
-  if (!o.expected.empty()) {
-    auto list = read_expected_failures(o.expected);
-    if (!list.ok()) return fail("conformance", list.status());
-    so.expected = std::move(list).value();
-  }
-  if (!o.quiet) so.progress = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
+  if (backends.empty() && !isolate) return skipped_code;
 
   CaseOptions co;
   co.seed = o.seed;
@@ -98,6 +156,25 @@ int run_conformance(const ConformanceOptions& o) {
     }
     cases = std::move(kept);
   }
+  std::vector<Report> reports;
+  if (isolate) {
+    isolation::IsolationOptions io;
+    io.worker_argv = worker_argv(o, specs.front().to_string());
+    io.case_timeout_s = o.case_timeout;
+    if (!o.quiet) {
+      std::fprintf(stderr, "twinbit conformance: %zu cases on %s, each in a worker process (time "
+                   "limit %.0f s per case), seed %llu\n", cases.size(), specs.front().to_string().c_str(),
+                   o.case_timeout, static_cast<unsigned long long>(o.seed));
+    }
+    int exit_code = kExitFailed;
+    auto rep = isolation::run_isolated(io, cases, so, &exit_code);
+    if (!rep.ok()) {
+      std::fprintf(stderr, "twinbit conformance: %s\n", rep.status().message().c_str());
+      return exit_code == kExitOk ? kExitFailed : exit_code;
+    }
+    reports.push_back(std::move(rep).value());
+    running.push_back(specs.front());
+  }
   std::vector<const Backend*> under_test;
   for (size_t b = 0; b < backends.size(); ++b) {
     under_test.push_back(&backends[b]);
@@ -107,7 +184,7 @@ int run_conformance(const ConformanceOptions& o) {
                    static_cast<unsigned long long>(o.seed));
     }
   }
-  std::vector<Report> reports = run_suites(under_test, cases, so);
+  if (!isolate) reports = run_suites(under_test, cases, so);
   bool passed = true;
   // With a report on stdout, the text goes to stderr so stdout stays one parseable document.
   const bool stdout_taken = (json && json->is_stdout()) || (junit && junit->is_stdout());
@@ -115,7 +192,8 @@ int run_conformance(const ConformanceOptions& o) {
     Report& rep = reports[b];
     const BackendSpec& spec = running[b];
     rep.source = spec.is_plugin() ? "plugin " + spec.to_string() : "built in, " + spec.to_string();
-    rep.sweep = o.sweep + (o.filter.empty() ? "" : ", filter " + o.filter);
+    rep.sweep = o.sweep + (o.filter.empty() ? "" : ", filter " + o.filter) +
+                (isolate ? ", isolated" : "");
     rep.random_cases = o.cases;
     std::fputs(format_text(rep).c_str(), stdout_taken ? stderr : stdout);
     passed = passed && rep.passed();
@@ -146,7 +224,13 @@ Command add_conformance(CLI::App& root) {
       "seed, one line per case that is not equal, totals); exit 0 = pass, 1 = a difference,\n"
       "error or stale expected failure,\n"
       "77 = the backend cannot run on this machine (with several, none can; one that cannot is\n"
-      "reported as skipped).");
+      "reported as skipped).\n"
+      "Plugins run isolated: each case in a worker process under a time limit, outputs against\n"
+      "guard pages, inputs hashed, every case repeated from two threads (docs/CONFORMANCE.md).\n"
+      "Examples:\n"
+      "  twinbit conformance --backend cpu --sweep quick\n"
+      "  twinbit conformance --plugin ./libmy_npu.so --case-timeout 20 --log run.log --json r.json\n"
+      "  twinbit conformance --plugin ./libmy_npu.so --isolation none --filter 'gemm_q8_*'");
   app->footer(kBackendOptionHelp);
   auto* b = app->add_option("--backend", opt->backends,
                             backend_option_help("Backend to test (default cpu); repeat it to test "
@@ -165,6 +249,18 @@ Command add_conformance(CLI::App& root) {
                   "Expected-failure list: lines 'BACKEND PATTERN REASON...' ('#' comments)");
   app->add_option("--json", opt->json, "Also write the report as one JSON object to this file ('-': stdout)");
   app->add_option("--junit", opt->junit, "Also write the report as JUnit XML to this file ('-': stdout)");
+  app->add_option("--isolation", opt->isolation,
+                  "auto (default): plugins run isolated, built-in backends in this process;\n"
+                  "process: every case in a worker process, so a crash or a hang is that\n"
+                  "case's verdict (crash / timeout) and the run goes on; none: all in this\n"
+                  "process (debugging)")
+      ->check(CLI::IsMember({"auto", "process", "none"}))->capture_default_str();
+  app->add_option("--case-timeout", opt->case_timeout,
+                  "Isolated runs: seconds a case may run on the backend before its worker is\n"
+                  "killed (verdict timeout)")
+      ->check(CLI::PositiveNumber)->capture_default_str();
+  app->add_option("--log", opt->log, "Write a live log here: one line per finished case, flushed at once");
+  app->add_flag("--worker", opt->worker, "(internal) the worker of an isolated run")->group("");
   app->add_flag("--list", opt->list, "List the built-in backends and their capability tags");
   app->add_flag("-q,--quiet", opt->quiet, "No progress lines on stderr");
   return Command{app, [opt] { return run_conformance(*opt); }};
