@@ -25,6 +25,7 @@ struct ConformanceOptions {
   bool list = false, quiet = false;
   std::string isolation = "auto", log;
   double case_timeout = 60;
+  bool no_repeat = false;
   bool worker = false;  // internal: this process is an isolated run's worker (isolation.h)
 };
 
@@ -39,6 +40,7 @@ std::vector<std::string> worker_argv(const ConformanceOptions& o, const std::str
     argv.insert(argv.end(), {"--backend", spec});
   }
   if (!o.expected.empty()) argv.insert(argv.end(), {"--expected", o.expected});
+  if (o.no_repeat) argv.push_back("--no-repeat");
   return argv;
 }
 
@@ -95,6 +97,7 @@ int run_conformance(const ConformanceOptions& o) {
   }
   SuiteOptions so;
   so.seed = o.seed;
+  so.repeat = !o.no_repeat;
   if (!o.expected.empty()) {
     auto list = read_expected_failures(o.expected);
     if (!list.ok()) return fail("conformance", list.status());
@@ -169,7 +172,10 @@ int run_conformance(const ConformanceOptions& o) {
     int exit_code = kExitFailed;
     auto rep = isolation::run_isolated(io, cases, so, &exit_code);
     if (!rep.ok()) {
-      std::fprintf(stderr, "twinbit conformance: %s\n", rep.status().message().c_str());
+      // A backend that does not load was reported by the worker itself (same stderr).
+      if (rep.status().code() != TB_UNAVAILABLE) {
+        std::fprintf(stderr, "twinbit conformance: %s\n", rep.status().message().c_str());
+      }
       return exit_code == kExitOk ? kExitFailed : exit_code;
     }
     reports.push_back(std::move(rep).value());
@@ -193,7 +199,7 @@ int run_conformance(const ConformanceOptions& o) {
     const BackendSpec& spec = running[b];
     rep.source = spec.is_plugin() ? "plugin " + spec.to_string() : "built in, " + spec.to_string();
     rep.sweep = o.sweep + (o.filter.empty() ? "" : ", filter " + o.filter) +
-                (isolate ? ", isolated" : "");
+                (isolate ? ", isolated" : "") + (o.no_repeat ? ", no repeat" : "");
     rep.random_cases = o.cases;
     std::fputs(format_text(rep).c_str(), stdout_taken ? stderr : stdout);
     passed = passed && rep.passed();
@@ -259,6 +265,9 @@ Command add_conformance(CLI::App& root) {
                   "Isolated runs: seconds a case may run on the backend before its worker is\n"
                   "killed (verdict timeout)")
       ->check(CLI::PositiveNumber)->capture_default_str();
+  app->add_flag("--no-repeat", opt->no_repeat,
+                "Run each case once: no repeat from two threads (it triples the backend's calls;\n"
+                "for long sweeps whose determinism a quick run already checks)");
   app->add_option("--log", opt->log, "Write a live log here: one line per finished case, flushed at once");
   app->add_flag("--worker", opt->worker, "(internal) the worker of an isolated run")->group("");
   app->add_flag("--list", opt->list, "List the built-in backends and their capability tags");

@@ -199,6 +199,10 @@ struct SuiteOptions {
   // Reference multiply-adds per case above which the reference is computed on sampled columns;
   // 0 = never sample: every column of every case is checked (the exhaustive sweep's runs).
   double reference_budget = 3e7;
+  // Runs every case that succeeded once more from two threads at once; all runs must give the
+  // same bits (judge.h). Off only for long sweeps whose determinism a quick run already checks:
+  // it triples the backend's calls.
+  bool repeat = true;
   // Progress lines ("[120/612] gemm_q8_f32_M33_N257_K96 ..."), called from the running thread.
   std::function<void(const std::string&)> progress;
   // Called for every finished case (index, count, result), from the running thread: a live log.

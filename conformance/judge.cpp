@@ -147,11 +147,11 @@ std::string describe(const Attempt& a) {
 // The run alone, then the same case from two threads at once: all three must agree bit for bit
 // (a race or an unsynchronised accumulation shows up here, not in one run). Returns the first
 // attempt, its status replaced by an error when the inputs changed or the runs disagree.
-Attempt run_repeated(const PreparedCase& p, const Backend& b) {
+Attempt run_repeated(const PreparedCase& p, const Backend& b, bool repeat) {
   const std::vector<InputHash> before = p.input_hashes();
   Attempt a = run_once(p, b);
   if (Status s = inputs_unchanged(before, p.input_hashes()); !s.ok()) return Attempt{s, {}};
-  if (!a.status.ok()) return a;
+  if (!a.status.ok() || !repeat) return a;
   Attempt again[2];
   std::thread other([&] { again[1] = run_once(p, b); });
   again[0] = run_once(p, b);
@@ -181,14 +181,14 @@ void apply_expected(CaseResult& r, const std::vector<ExpectedFailure>& expected,
 
 CaseResult judge(const Case& c, const PreparedCase& p, const Backend& backend,
                  const std::string& backend_name, const std::vector<ExpectedFailure>& expected,
-                 Fallbacks& fallbacks) {
+                 Fallbacks& fallbacks, bool repeat) {
   const double t0 = now_s();
   CaseResult r;
   r.c = c;
   r.name = c.name();
   r.checked = p.checked();
   r.sampled = p.sampled();
-  const Attempt a = run_repeated(p, backend);
+  const Attempt a = run_repeated(p, backend, repeat);
   const ExpectedFailure* xf = find_expected(expected, backend_name, r.name);
   if (a.status.code() == TB_UNIMPLEMENTED) {
     r.verdict = Verdict::unsupported;

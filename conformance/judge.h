@@ -4,7 +4,7 @@
 // What judge() checks, beyond the bits of one run (docs/CONFORMANCE.md, "Verdicts"):
 //   - inputs: every input of the case (activations, codes, scales, ...) is hashed before and
 //     after each run; a change is `error` naming the input;
-//   - the repeat: a run that succeeded is run again from two threads at once (each on its own
+//   - the repeat (unless turned off): a run that succeeded is run again from two threads at once (each on its own
 //     binding and outputs); every run must give the same bits, else `error` ("nondeterministic")
 //     quoting each run;
 //   - supports() vs the operation: UNIMPLEMENTED after supports() said OK is `error`
@@ -46,10 +46,10 @@ class Fallbacks {
 };
 
 // The verdict of `backend` (named `backend_name` in the expected-failure list) on `p`, with its
-// fallback when unsupported.
+// fallback when unsupported; `repeat`: SuiteOptions::repeat.
 CaseResult judge(const Case& c, const PreparedCase& p, const Backend& backend,
                  const std::string& backend_name, const std::vector<ExpectedFailure>& expected,
-                 Fallbacks& fallbacks);
+                 Fallbacks& fallbacks, bool repeat);
 
 // A failing verdict (error, crash, timeout) turned into xfail when the case is listed.
 void apply_expected(CaseResult& r, const std::vector<ExpectedFailure>& expected,

@@ -40,7 +40,8 @@ std::vector<Report> run_suites(const std::vector<const Backend*>& backends,
     // Inputs and reference once, for every backend: the reference dominates the large cases.
     std::unique_ptr<detail::PreparedCase> p = detail::prepare(cases[i], o.seed, o.reference_budget);
     for (size_t b = 0; b < backends.size(); ++b) {
-      CaseResult r = detail::judge(cases[i], *p, *backends[b], backends[b]->name(), expected, *fallbacks[b]);
+      CaseResult r = detail::judge(cases[i], *p, *backends[b], backends[b]->name(), expected, *fallbacks[b],
+                                   o.repeat);
       if (o.on_case) o.on_case(i, cases.size(), r);
       if (o.progress && (now_s() - last_progress > 2.0 || i + 1 == cases.size() || r.failed())) {
         last_progress = now_s();

@@ -44,8 +44,9 @@ struct IsolationOptions {
 };
 
 // Runs `cases` isolated. The report's identity is the worker's hello. Fails as a whole (the
-// status) only when the very first worker cannot load the backend: `exit_code` then holds the
-// worker's exit code (1: the plugin does not load; 77: the backend cannot run here).
+// status) only when the very first worker does not come up: UNAVAILABLE when it could not load
+// the backend (it said why on stderr; `exit_code` holds its exit code: 1 the plugin does not
+// load, 77 the backend cannot run here), INTERNAL when it did not start or answer at all.
 Result<Report> run_isolated(const IsolationOptions& io, const std::vector<Case>& cases,
                             const SuiteOptions& options, int* exit_code);
 

@@ -1,6 +1,7 @@
 // The worker side of an isolated run (isolation.h): load nothing itself (the command did), say
 // hello, judge every case it is sent, and - when the backend kills it - say why on the way out.
 #include <signal.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -95,6 +96,9 @@ void worker_fatal(int out_fd, const Status& why, int exit_code) {
 }
 
 int run_worker(const Backend& backend, const SuiteOptions& o, int in_fd, int out_fd) {
+  // A worker outlives nothing: a parent killed while the backend hangs takes the worker with it.
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (::getppid() == 1) return 0;  // the parent is already gone
   install_crash_handler(out_fd);
   const nlohmann::json hello = {{"hello", {{"name", backend.name()}, {"device", backend.device()},
                                            {"features", backend.features()}}}};
@@ -108,7 +112,7 @@ int run_worker(const Backend& backend, const SuiteOptions& o, int in_fd, int out
     if (!parse_case_line(line, index, c)) continue;  // the parent only sends case lines
     std::unique_ptr<detail::PreparedCase> p = detail::prepare(c, o.seed, o.reference_budget);
     send(out_fd, Format("{\"start\": %zu}\n", index));
-    const CaseResult r = detail::judge(c, *p, backend, backend.name(), expected, fallbacks);
+    const CaseResult r = detail::judge(c, *p, backend, backend.name(), expected, fallbacks, o.repeat);
     send(out_fd, Format("{\"result\": %zu, \"case\": %s}\n", index, result_json(r).c_str()));
   }
   return 0;
