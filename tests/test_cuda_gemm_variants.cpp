@@ -104,8 +104,8 @@ TEST_CASE("gpu gemm every benchmark variant (bench/cuda/gemm_variants.h) equals 
          v.force.cols = 2;
          v.force.all_slices = Toggle::kOn;
        }, false},
-      // Mode I8 at M > 1 runs the tensor cores unless told otherwise: the dp4a slice blocks (the
-      // product's on devices before sm_80) and every tensor-core row tile and slice choice.
+      // Mode I8 at M > 1: the dp4a slice blocks and the tensor cores, each forced, at every
+      // tensor-core row tile and slice choice.
       {"prefill: dp4a, plan's schedule", 33, kAuto, [](GemmVariant& v) { v.force.mma = Toggle::kOff; }, false},
       {"prefill: dp4a, one strip, every slice", 33, kAuto, [](GemmVariant& v) {
          v.force.mma = Toggle::kOff;
@@ -117,27 +117,34 @@ TEST_CASE("gpu gemm every benchmark variant (bench/cuda/gemm_variants.h) equals 
          v.force.cols = 1;
          v.force.all_slices = Toggle::kOff;
        }, false},
+      {"prefill: mma, plan's tile and slices", 33, kAuto, [](GemmVariant& v) { v.force.mma = Toggle::kOn; }, false},
       {"prefill: mma, row tile 8, one slice", 33, kAuto, [](GemmVariant& v) {
+         v.force.mma = Toggle::kOn;
          v.force.row_tile = 8;
          v.force.all_slices = Toggle::kOff;
        }, false},
       {"prefill: mma, row tile 16, every slice", 33, kAuto, [](GemmVariant& v) {
+         v.force.mma = Toggle::kOn;
          v.force.row_tile = 16;
          v.force.all_slices = Toggle::kOn;
        }, false},
       {"prefill: mma, row tile 32, every slice", 33, kAuto, [](GemmVariant& v) {
+         v.force.mma = Toggle::kOn;
          v.force.row_tile = 32;
          v.force.all_slices = Toggle::kOn;
        }, false},
       {"prefill: mma, row tile 64, one slice", 33, kAuto, [](GemmVariant& v) {
+         v.force.mma = Toggle::kOn;
          v.force.row_tile = 64;
          v.force.all_slices = Toggle::kOff;
        }, false},
       {"prefill: mma, row tile 64, every slice", 33, kAuto, [](GemmVariant& v) {
+         v.force.mma = Toggle::kOn;
          v.force.row_tile = 64;
          v.force.all_slices = Toggle::kOn;
        }, false},
       {"prefill: mma, row tile 8, every slice, M 2", 2, kAuto, [](GemmVariant& v) {
+         v.force.mma = Toggle::kOn;
          v.force.row_tile = 8;
          v.force.all_slices = Toggle::kOn;
        }, false},

@@ -1,9 +1,10 @@
-// The CUDA gemm's integer tensor-core kernels (backends/cuda/gemm_mma.cu: mode I8, M >= 2) against
-// the scalar reference, bit for bit, over every M from 1 to 64 and 128, 256, 512, ragged N, K past
-// 8192, both precisions, and both slice schedules (one slice per block on small grids, every slice
-// per block on large ones). Mode F32 runs the same M list (its kernels are not new, but the
-// conformance sweep stops near 70 rows). Bits are per row, so one reference of the largest M
-// serves every M: the first M rows of it. Runs only where a CUDA device is present.
+// The CUDA gemm in mode I8 through the public call (the plan runs the integer tensor cores,
+// backends/cuda/gemm_mma.cu, past 32 rows and from 16 rows on large grids, the dp4a kernels
+// below) against the scalar reference, bit for bit, over every M from 1 to 64 and 128, 256, 512,
+// ragged N, K past 8192, both precisions. Mode F32 runs the same M list (its kernels are not
+// new, but the conformance sweep stops near 70 rows). Every tensor-core tile and slice choice
+// forced at small M: tests/test_cuda_gemm_variants.cpp. Bits are per row, so one reference of
+// the largest M serves every M: the first M rows of it. Runs only where a CUDA device is present.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -18,7 +19,7 @@ namespace twinbit::cuda_test {
 
 TEST_SUITE("gpu") {
 
-TEST_CASE("gpu gemm tensor cores (I8) and F32 equal reference bits for M 1..64, 128, 256, 512, q8 q4, (N,K) {(1000,2048) ragged, (257,8256) K > 8192 over 64 slices, (12288,256) every slice per block at large M, (40000,512) every slice per block at small M}") {
+TEST_CASE("gpu gemm tensor cores (I8) and F32 equal reference bits for M 1..64, 128, 256, 512, q8 q4, (N,K) {(1000,2048) ragged, (257,8256) K > 8192 over 64 slices, (12288,256), (40000,512) on tensor cores from M 16}") {
   auto cuda = cuda_or_skip();
   if (!cuda) return;
   struct ShapeCase {

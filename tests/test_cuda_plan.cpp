@@ -69,7 +69,7 @@ TEST_CASE("cuda gemm plan on 132 SMs: decode of q/o, k/v, qkv runs strip blocks;
   CHECK(plan(151936, 2048, 1, TB_ACT_F32, 132, DecodePath::kStripBlocks).strip_blocks);
 }
 
-TEST_CASE("cuda gemm plan on 132 SMs, M32: F32 lm_head two strips per warp in row tiles of 16, one slice; gate_up every slice with rows inside; q/o one slice, rows outside. I8: tensor cores in one tile of 32 rows, every slice at lm_head, one at gate_up") {
+TEST_CASE("cuda gemm plan on 132 SMs, M32: F32 lm_head two strips per warp in row tiles of 16, one slice; gate_up every slice with rows inside; q/o one slice, rows outside. I8: lm_head on tensor cores in one tile of 32 rows, every slice; gate_up dp4a every slice") {
   GemmSchedule s = plan(151936, 2048, 32, TB_ACT_F32);
   CHECK(describe(s) == "row tile 16, 2 strips per warp, one slice, rows outside");
   s = plan(151936, 2048, 32, TB_ACT_I8);
@@ -77,26 +77,38 @@ TEST_CASE("cuda gemm plan on 132 SMs, M32: F32 lm_head two strips per warp in ro
   s = plan(12288, 2048, 32, TB_ACT_F32);
   CHECK(describe(s) == "row tile 8, 1 strips per warp, every slice, rows inside");
   s = plan(12288, 2048, 32, TB_ACT_I8);
-  CHECK(describe(s) == "tensor cores, row tile 32, one slice");
+  CHECK(describe(s) == "row tile 8, 1 strips per warp, every slice, rows outside");
   s = plan(2048, 2048, 32, TB_ACT_F32);
   CHECK(describe(s) == "row tile 8, 1 strips per warp, one slice, rows outside");
 }
 
-TEST_CASE("cuda gemm plan, mode I8: tensor cores for every M >= 2, row tile the smallest of 8/16/32/64 holding M (64 beyond); never at M = 1 or in mode F32; forced off gives the dp4a plan") {
-  for (int64_t m : {2, 8, 9, 16, 17, 32, 33, 64, 65, 512}) {
+TEST_CASE("cuda gemm plan, mode I8 on 132 SMs: tensor cores past 32 rows, and from 16 where their blocks fill the GPU twice (lm_head); row tile the smallest of 8/16/32/64 holding M; never at M = 1 or in mode F32; forced on or off") {
+  for (int64_t m : {33, 64, 65, 512}) {
     const GemmSchedule s = plan(12288, 2048, m, TB_ACT_I8);
-    CHECK(s.mma);
-    CHECK(s.row_tile == (m <= 8 ? 8 : m <= 16 ? 16 : m <= 32 ? 32 : 64));
+    CHECK(describe(s) == "tensor cores, row tile " + std::to_string(m <= 64 ? (m <= 32 ? 32 : 64) : 64) + ", every slice");
     CHECK_FALSE(plan(12288, 2048, m, TB_ACT_F32).mma);
   }
-  CHECK_FALSE(plan(12288, 2048, 1, TB_ACT_I8).mma);
+  for (int64_t m : {2, 8, 16, 32}) CHECK_FALSE(plan(12288, 2048, m, TB_ACT_I8).mma);
+  CHECK(describe(plan(12288, 2048, 16, TB_ACT_I8)) == "row tile 8, 1 strips per warp, one slice, rows outside");
+  for (int64_t m : {16, 17, 32}) {
+    CHECK(describe(plan(151936, 2048, m, TB_ACT_I8)) == "tensor cores, row tile " + std::to_string(m == 16 ? 16 : 32) + ", every slice");
+  }
+  CHECK(describe(plan(151936, 2048, 8, TB_ACT_I8)) == "row tile 16, 2 strips per warp, every slice, rows outside");
+  CHECK_FALSE(plan(151936, 2048, 1, TB_ACT_I8).mma);
   cuda::GemmLaunch a;
   a.mode = TB_ACT_I8;
   a.m = 32;
-  cuda::GemmForce off;
-  off.mma = cuda::Toggle::kOff;
-  const GemmSchedule s = cuda::plan_gemm(strips_of(TB_PREC_Q8, 151936, 2048), a, split_plan(151936, 2048), 132, off);
+  cuda::GemmForce force;
+  force.mma = cuda::Toggle::kOff;
+  GemmSchedule s = cuda::plan_gemm(strips_of(TB_PREC_Q8, 151936, 2048), a, split_plan(151936, 2048), 132, force);
   CHECK(describe(s) == "row tile 16, 2 strips per warp, every slice, rows outside");
+  a.m = 2;
+  force.mma = cuda::Toggle::kOn;
+  s = cuda::plan_gemm(strips_of(TB_PREC_Q8, 12288, 2048), a, split_plan(12288, 2048), 132, force);
+  CHECK(describe(s) == "tensor cores, row tile 8, every slice");
+  force.all_slices = cuda::Toggle::kOff;
+  s = cuda::plan_gemm(strips_of(TB_PREC_Q8, 12288, 2048), a, split_plan(12288, 2048), 132, force);
+  CHECK(describe(s) == "tensor cores, row tile 8, one slice");
 }
 
 TEST_CASE("cuda gemm plan: every schedule it chooses has a product kernel, N{1..151936} x K{32,2048,6144} x M{1..1024} x SMs{1,16,132,1024}, q8 q4 x f32 i8") {
@@ -116,7 +128,8 @@ TEST_CASE("cuda gemm plan: every schedule it chooses has a product kernel, N{1..
                 CHECK(m == 1);
                 continue;
               }
-              CHECK(s.mma == (m > 1 && mode == TB_ACT_I8));
+              if (s.mma) CHECK((m > 1 && mode == TB_ACT_I8));
+              if (m > 64 && mode == TB_ACT_I8) CHECK(s.mma);
               const bool has = m == 1 ? cuda::detail::decode_slice_kernel(prec, mode) != nullptr && s.row_tile == 1
                                : s.mma ? cuda::detail::mma_kernel(prec, s.row_tile, s.all_slices) != nullptr && s.cols == 1
                                        : cuda::detail::prefill_kernel(prec, mode, s.row_tile, s.cols, s.all_slices,

@@ -52,6 +52,9 @@ KernelFn prefill_kernel(tb_prec prec, tb_act_mode mode, int mt, int cols, bool a
 // Integer tensor-core kernels (gemm_mma.cu; mode I8, M >= 2, sm_80 and newer): row tile mt (8,
 // 16, 32 or 64), one strip per warp, one slice per block or every slice; nullptr otherwise.
 KernelFn mma_kernel(tb_prec prec, int mt, bool all_slices);
+// Threads per block of the tensor-core kernel of row tile mt (kThreads, or twice that at 64 rows:
+// two warps per strip split the rows).
+int mma_threads(int mt);
 
 // ---- the strip kernel (decode, one block per strip; gemm_decode.cu) ----
 
@@ -79,7 +82,10 @@ Result<int64_t> resident_blocks(KernelFn kernel);
 // Checks that every (strip, slice, row tile) has a warp and the workspace is there, then
 // launches `kernel` over row tiles of mt rows, cols strips per warp, slices_per_block
 // consecutive slices per block, on `stream`.
+// `threads` per block: kThreads, or a multiple of it for kernels whose extra warps share the
+// same strips (the tensor-core kernel at 64 rows).
 Status launch_slice_blocks(const DeviceStrips& w, const GemmLaunch& a, int64_t nsplit, KernelFn kernel,
-                           int mt, int cols, int64_t slices_per_block, cudaStream_t stream);
+                           int mt, int cols, int64_t slices_per_block, cudaStream_t stream,
+                           int threads = kThreads);
 
 }  // namespace twinbit::cuda::detail

@@ -29,7 +29,15 @@
 namespace twinbit::cuda::detail {
 namespace {
 
-constexpr int kMmaDepth = 2;  // weight tiles in flight per warp ahead of the one computed
+// Weight tiles in flight per warp ahead of the one computed (4 raised every row tile's registers
+// past 120 and spilled at 16 rows).
+template <int MT>
+constexpr int kMmaDepth = 2;
+// Warps that share one strip's row tile, splitting its rows. Two at MT = 64 (64 accumulators a
+// thread instead of 128, held to 128 registers) measured slower on the H200 (lm_head M = 512:
+// 2882 vs 2466 us, ptxas spilled), so one; the code keeps the split for a retune.
+template <int MT>
+constexpr int kRowWarps = 1;
 
 // One lane's share of a (strip, group) tile: 8 codes of each of its 4 columns (gid + 8q) and
 // their scales. q8: 8 contiguous bytes at 8 * tig of the column; q4: the 4 packed bytes at 4 * tig
@@ -75,8 +83,9 @@ __device__ __forceinline__ void fragment_words(const MmaTile& t, int q, uint32_t
 // d = A (16 x 32 int8) * B (32 x 8 int8), exact int32, zero accumulator.
 __device__ __forceinline__ void mma_s8(const uint32_t (&a)[4], uint2 b, int (&d)[4]) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile(
-      "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+  // Not volatile: a pure function of its operands, so the compiler may interleave independent
+  // mmas with the float step of earlier ones.
+  asm("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
       "{%10,%10,%10,%10};\n"
       : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b.x), "r"(b.y), "r"(0));
@@ -105,9 +114,9 @@ struct MmaStage {
 template <tb_prec P, int MT>
 __device__ __forceinline__ void stage_mma(const Params& p, MmaStage<MT>& s, int64_t m0, int rows, int c0,
                                           int cn) {
-  constexpr int kJ = MT / 8;
+  constexpr int kJ = MT / 8, kBlock = kThreads * kRowWarps<MT>;
   const int64_t kp = static_cast<int64_t>(p.ngroups) * 32;
-  for (int i = threadIdx.x; i < cn * kJ * 32; i += kThreads) {
+  for (int i = threadIdx.x; i < cn * kJ * 32; i += kBlock) {
     const int l = i & 31, j = (i >> 5) % kJ, gl = (i >> 5) / kJ;
     const int r = j * 8 + (l >> 2), tig = l & 3;
     uint2 v = make_uint2(0, 0);
@@ -122,7 +131,7 @@ __device__ __forceinline__ void stage_mma(const Params& p, MmaStage<MT>& s, int6
     }
     s.b[gl][j][l] = v;
   }
-  for (int i = threadIdx.x; i < cn * MT; i += kThreads) {
+  for (int i = threadIdx.x; i < cn * MT; i += kBlock) {
     const int gl = i / MT, r = i % MT;
     s.xd[gl][r] = r < rows ? __ldg(p.xd + (m0 + r) * p.ngroups + c0 + gl) : 0.0f;
   }
@@ -130,10 +139,16 @@ __device__ __forceinline__ void stage_mma(const Params& p, MmaStage<MT>& s, int6
 
 // Element e = 4h + i of an 8-row tile's accumulators: column 16h + gid + 8 * (i >> 1) of the
 // strip, row tig * 2 + (i & 1) of the tile (the mma's D fragment).
+// Blocks per SM the register budget is held to: small tiles stream weights (occupancy), large
+// ones are bound by the float step and spill when held (unbounded, ptxas takes 110-250).
+template <int MT>
+constexpr int kMmaMinBlocks = MT == 8 ? 4 : MT == 16 ? 3 : 1;
+
 template <tb_prec P, int MT, bool kAll>
-__global__ void __launch_bounds__(kThreads) gemm_mma_kernel(const Params p) {
-  constexpr int kJ = MT / 8;
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+__global__ void __launch_bounds__(kThreads * kRowWarps<MT>, kMmaMinBlocks<MT>) gemm_mma_kernel(const Params p) {
+  constexpr int kRW = kRowWarps<MT>, kJ = MT / 8 / kRW, kDepth = kMmaDepth<MT>;
+  const int warp = (threadIdx.x >> 5) % kStripsPerBlock, lane = threadIdx.x & 31;
+  const int j0 = static_cast<int>(threadIdx.x >> 5) / kStripsPerBlock * kJ;  // this warp's 8-row tiles
   const int gid = lane >> 2, tig = lane & 3;
   const int64_t b = blockIdx.x;  // row tile fastest: the tiles of one strip run together (L2 reuse)
   const int mt = static_cast<int>(b % p.row_tiles);
@@ -170,9 +185,9 @@ __global__ void __launch_bounds__(kThreads) gemm_mma_kernel(const Params p) {
     const int cn = min(kChunkGroups, gend - c0);
     const uint8_t* codes = p.codes + (tile0 + c0) * kTileBytes;
     const uint16_t* scales = p.scales + (tile0 + c0) * 32;
-    MmaTile ring[kMmaDepth];
+    MmaTile ring[kDepth];
 #pragma unroll
-    for (int i = 0; i < kMmaDepth; ++i) {
+    for (int i = 0; i < kDepth; ++i) {
       if (active && i < cn) ring[i] = load_mma_tile<P>(codes + i * kTileBytes, scales + i * 32, gid, tig);
     }
     __syncthreads();
@@ -180,15 +195,14 @@ __global__ void __launch_bounds__(kThreads) gemm_mma_kernel(const Params p) {
     __syncthreads();
     if (active) {
 #pragma unroll 1
-      for (int g0 = 0; g0 < cn; g0 += kMmaDepth) {
+      for (int g0 = 0; g0 < cn; g0 += kDepth) {
 #pragma unroll
-        for (int i = 0; i < kMmaDepth; ++i) {
+        for (int i = 0; i < kDepth; ++i) {
           const int gl = g0 + i;
           if (gl < cn) {
             const MmaTile t = ring[i];  // later groups' loads stay in flight while this one runs
-            if (gl + kMmaDepth < cn) {
-              ring[i] = load_mma_tile<P>(codes + (gl + kMmaDepth) * kTileBytes, scales + (gl + kMmaDepth) * 32,
-                                         gid, tig);
+            if (gl + kDepth < cn) {
+              ring[i] = load_mma_tile<P>(codes + (gl + kDepth) * kTileBytes, scales + (gl + kDepth) * 32, gid, tig);
             }
             uint32_t a[2][4];
 #pragma unroll
@@ -201,9 +215,9 @@ __global__ void __launch_bounds__(kThreads) gemm_mma_kernel(const Params p) {
             for (int q = 0; q < 4; ++q) ws[q] = scale_to_float(t.scale[q]);
 #pragma unroll
             for (int j = 0; j < kJ; ++j) {
-              if (j * 8 < rows) {  // warp-uniform: empty 8-row tiles are skipped
-                const uint2 bf = stage.b[gl][j][lane];
-                const float2 xd = *reinterpret_cast<const float2*>(&stage.xd[gl][j * 8 + tig * 2]);
+              if ((j0 + j) * 8 < rows) {  // warp-uniform: empty 8-row tiles are skipped
+                const uint2 bf = stage.b[gl][j0 + j][lane];
+                const float2 xd = *reinterpret_cast<const float2*>(&stage.xd[gl][(j0 + j) * 8 + tig * 2]);
 #pragma unroll
                 for (int h = 0; h < 2; ++h) {
                   int d[4];
@@ -238,7 +252,7 @@ __global__ void __launch_bounds__(kThreads) gemm_mma_kernel(const Params p) {
 
   // Where element (j, e) lands: column strip * 32 + 16h + gid + 8 * (i >> 1), row m0 + 8j + 2 tig + (i & 1).
   const auto col_of = [&](int e) { return strip * 32 + 16 * (e >> 2) + gid + 8 * ((e & 3) >> 1); };
-  const auto row_of = [&](int j, int e) { return j * 8 + tig * 2 + (e & 1); };
+  const auto row_of = [&](int j, int e) { return (j0 + j) * 8 + tig * 2 + (e & 1); };
   if constexpr (kAll) {  // out = +0 + a[0] + ... + a[nsplit-1]
     if (active) {
 #pragma unroll
@@ -289,10 +303,10 @@ __global__ void __launch_bounds__(kThreads) gemm_mma_kernel(const Params p) {
     if (!is_last) return;
     constexpr int kFold = 16;  // partial reads in flight per folding thread
     const int64_t zstride = p.m * p.np;
-    const int fcol = sb * kThreads + threadIdx.x;
-    if (fcol < p.n) {
+    const int fcol = sb * kThreads + static_cast<int>(threadIdx.x) % kThreads;
+    if (fcol < p.n) {  // kRW threads per column take every kRW-th row
 #pragma unroll 1
-      for (int r = 0; r < rows; ++r) {
+      for (int r = static_cast<int>(threadIdx.x) / kThreads; r < rows; r += kRW) {
         const float* src = p.partial + (m0 + r) * p.np + fcol;
         float sum = 0.0f;  // ascending z, each batch's loads in flight together
 #pragma unroll 1
@@ -333,6 +347,16 @@ KernelFn mma_kernel_of(int mt, bool all_slices) {
 }
 
 }  // namespace
+
+int mma_threads(int mt) {
+  switch (mt) {
+    case 8: return kThreads * kRowWarps<8>;
+    case 16: return kThreads * kRowWarps<16>;
+    case 32: return kThreads * kRowWarps<32>;
+    case 64: return kThreads * kRowWarps<64>;
+  }
+  return kThreads;
+}
 
 KernelFn mma_kernel(tb_prec prec, int mt, bool all_slices) {
   switch (prec) {

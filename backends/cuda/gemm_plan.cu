@@ -56,9 +56,9 @@ Result<bool> device_has_int_mma() {
 }
 
 Status launch_slice_blocks(const DeviceStrips& w, const GemmLaunch& a, int64_t nsplit, KernelFn kernel,
-                           int mt, int cols, int64_t slices_per_block, cudaStream_t stream) {
+                           int mt, int cols, int64_t slices_per_block, cudaStream_t stream, int threads) {
   if (!kernel || mt < 1 || cols < 1 || cols > 2 || nsplit < 1 || slices_per_block < 1 ||
-      slices_per_block > nsplit) {
+      slices_per_block > nsplit || threads < kThreads || threads % kThreads != 0 || threads > 1024) {
     return Error(TB_INTERNAL, "gemm slice-block launch: %s kernel, row tile %d, %d strips per warp, "
                  "%lld of %lld slices per block (expected a kernel, row tile >= 1, 1 or 2 strips, "
                  "1 .. nsplit slices)", kernel ? "a" : "no", mt, cols,
@@ -104,7 +104,7 @@ Status launch_slice_blocks(const DeviceStrips& w, const GemmLaunch& a, int64_t n
   p.strip_blocks = static_cast<int>(strip_blocks);
   p.row_tiles = static_cast<int>(row_tiles);
   p.slices_per_block = static_cast<int>(slices_per_block);
-  kernel<<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(p);
+  kernel<<<static_cast<unsigned>(blocks), static_cast<unsigned>(threads), 0, stream>>>(p);
   TB_CUDA_TRY(cudaGetLastError());
   return Status();
 }
@@ -188,7 +188,8 @@ detail::KernelFn product_kernel(const DeviceStrips& w, const GemmLaunch& a, cons
 Status launch_planned(const DeviceStrips& w, const GemmLaunch& a, const GemmSchedule& s, cudaStream_t stream) {
   if (s.strip_blocks) return detail::launch_strip(w, a, s.nsplit, stream);
   return detail::launch_slice_blocks(w, a, s.nsplit, product_kernel(w, a, s), s.row_tile, s.cols,
-                                     s.all_slices ? s.nsplit : 1, stream);
+                                     s.all_slices ? s.nsplit : 1, stream,
+                                     s.mma ? detail::mma_threads(s.row_tile) : detail::kThreads);
 }
 
 }  // namespace
@@ -208,13 +209,16 @@ GemmSchedule plan_gemm(const DeviceStrips& w, const GemmLaunch& a, int64_t nspli
                      (a.decode == DecodePath::kStripBlocks || (a.decode == DecodePath::kAuto && strips_auto));
     return s;
   }
-  if (a.mode == TB_ACT_I8 && force.mma != Toggle::kOff && force.cols != 2) {
-    // Integer tensor cores: one strip per warp, every slice per block when such blocks fill the
-    // GPU twice (the fold in registers), otherwise one slice per block (enough blocks).
+  const int mma_tile = mma_row_tile(a.m, force.row_tile);
+  const int64_t mma_blocks = ceil_div(nstrips, kStripsPerBlock) * ceil_div(a.m, mma_tile);
+  const bool mma_auto = a.m > 32 || (a.m >= 16 && mma_blocks >= 2 * sms);
+  if (a.mode == TB_ACT_I8 && force.cols != 2 &&
+      (force.mma == Toggle::kOn || (force.mma == Toggle::kAuto && mma_auto))) {
+    // Integer tensor cores: one strip per warp, every slice per block (the fold in registers:
+    // faster wherever the plan picks them; one slice per block only when forced).
     s.mma = true;
-    s.row_tile = mma_row_tile(a.m, force.row_tile);
-    const int64_t blocks = ceil_div(nstrips, kStripsPerBlock) * ceil_div(a.m, s.row_tile);
-    s.all_slices = force.all_slices == Toggle::kOn || (force.all_slices == Toggle::kAuto && blocks >= 2 * sms);
+    s.row_tile = mma_tile;
+    s.all_slices = force.all_slices != Toggle::kOff;
     return s;
   }
   s.row_tile = row_tile_for(a.m, w.np, force.row_tile);

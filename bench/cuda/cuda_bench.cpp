@@ -417,16 +417,25 @@ Status run_cuda(const Options& opt, std::vector<Case>& out) {
                 [cand](GemmVariant& v) { v.nsplit = cand; });
           }
           if (m > 1 && mode == TB_ACT_I8) {
-            // Integer tensor cores (the product's I8 prefill) against the dp4a slice blocks that
-            // ran before them (and still run before sm_80), and their own row tiles and slices.
+            // Integer tensor cores against the dp4a slice blocks (each forced: the plan picks one
+            // per shape), and the tensor cores' own row tiles and slices.
             using cuda::Toggle;
             add("dp4a", [](GemmVariant& v) { v.force.mma = Toggle::kOff; });
-            add("mma_allslices", [](GemmVariant& v) { v.force.all_slices = Toggle::kOn; });
-            add("mma_oneslice", [](GemmVariant& v) { v.force.all_slices = Toggle::kOff; });
+            add("mma_allslices", [](GemmVariant& v) {
+              v.force.mma = Toggle::kOn;
+              v.force.all_slices = Toggle::kOn;
+            });
+            add("mma_oneslice", [](GemmVariant& v) {
+              v.force.mma = Toggle::kOn;
+              v.force.all_slices = Toggle::kOff;
+            });
             const int def = m <= 8 ? 8 : m <= 16 ? 16 : m <= 32 ? 32 : 64;
             if (def > 8) {  // half the plan's tile: twice the blocks, each weight tile read twice
               const int rt = def / 2;
-              add(Format("mma_rowtile%d", rt).c_str(), [rt](GemmVariant& v) { v.force.row_tile = rt; });
+              add(Format("mma_rowtile%d", rt).c_str(), [rt](GemmVariant& v) {
+                v.force.mma = Toggle::kOn;
+                v.force.row_tile = rt;
+              });
             }
           }
           if (m > 1 && mode == TB_ACT_F32) {  // prefill: slices per block, strips per warp, loop order
