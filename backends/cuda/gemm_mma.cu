@@ -83,9 +83,10 @@ __device__ __forceinline__ void fragment_words(const MmaTile& t, int q, uint32_t
 // d = A (16 x 32 int8) * B (32 x 8 int8), exact int32, zero accumulator.
 __device__ __forceinline__ void mma_s8(const uint32_t (&a)[4], uint2 b, int (&d)[4]) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  // Not volatile: a pure function of its operands, so the compiler may interleave independent
-  // mmas with the float step of earlier ones.
-  asm("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+  // volatile keeps the mmas in program order. Without it (free interleaving) the H200 measured
+  // small tiles faster (lm_head M = 2, row tile 8: 139 -> 117 us) but the tiles the plan picks
+  // slower (lm_head M = 512: 2466 -> 2760 us, M = 128: 693 -> 761; gate_up M = 512: 220 -> 243).
+  asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
       "{%10,%10,%10,%10};\n"
       : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b.x), "r"(b.y), "r"(0));
@@ -139,10 +140,10 @@ __device__ __forceinline__ void stage_mma(const Params& p, MmaStage<MT>& s, int6
 
 // Element e = 4h + i of an 8-row tile's accumulators: column 16h + gid + 8 * (i >> 1) of the
 // strip, row tig * 2 + (i & 1) of the tile (the mma's D fragment).
-// Blocks per SM the register budget is held to: small tiles stream weights (occupancy), large
-// ones are bound by the float step and spill when held (unbounded, ptxas takes 110-250).
+// Blocks per SM the register budget is held to: none (ptxas takes 84-254 registers). Holding
+// 64-row tiles to 128 registers spilled and measured slower (lm_head M = 512: 2882 us).
 template <int MT>
-constexpr int kMmaMinBlocks = MT == 8 ? 4 : MT == 16 ? 3 : 1;
+constexpr int kMmaMinBlocks = 1;
 
 template <tb_prec P, int MT, bool kAll>
 __global__ void __launch_bounds__(kThreads * kRowWarps<MT>, kMmaMinBlocks<MT>) gemm_mma_kernel(const Params p) {
