@@ -140,16 +140,16 @@ __device__ __forceinline__ void stage_mma(const Params& p, MmaStage<MT>& s, int6
 
 // Element e = 4h + i of an 8-row tile's accumulators: column 16h + gid + 8 * (i >> 1) of the
 // strip, row tig * 2 + (i & 1) of the tile (the mma's D fragment).
-// Blocks per SM the register budget is held to: none (ptxas takes 84-254 registers). Holding
-// 64-row tiles to 128 registers spilled and measured slower (lm_head M = 512: 2882 us).
-template <int MT>
-constexpr int kMmaMinBlocks = 1;
-
+// No blocks-per-SM bound: ptxas's own choice (84-254 registers) measured fastest. Even a bound of
+// 1 changes its choice (more registers, lm_head M = 512 2744 vs 2466 us on the H200), and holding
+// 64-row tiles to 128 registers spilled (2882 us).
 template <tb_prec P, int MT, bool kAll>
-__global__ void __launch_bounds__(kThreads * kRowWarps<MT>, kMmaMinBlocks<MT>) gemm_mma_kernel(const Params p) {
+__global__ void __launch_bounds__(kThreads * kRowWarps<MT>) gemm_mma_kernel(const Params p) {
   constexpr int kRW = kRowWarps<MT>, kJ = MT / 8 / kRW, kDepth = kMmaDepth<MT>;
-  const int warp = (threadIdx.x >> 5) % kStripsPerBlock, lane = threadIdx.x & 31;
-  const int j0 = static_cast<int>(threadIdx.x >> 5) / kStripsPerBlock * kJ;  // this warp's 8-row tiles
+  // With one warp per strip the warp's rows start at tile 0, as a constant.
+  const int warp = kRW == 1 ? static_cast<int>(threadIdx.x >> 5) : static_cast<int>(threadIdx.x >> 5) % kStripsPerBlock;
+  const int lane = threadIdx.x & 31;
+  const int j0 = kRW == 1 ? 0 : static_cast<int>(threadIdx.x >> 5) / kStripsPerBlock * kJ;  // this warp's 8-row tiles
   const int gid = lane >> 2, tig = lane & 3;
   const int64_t b = blockIdx.x;  // row tile fastest: the tiles of one strip run together (L2 reuse)
   const int mt = static_cast<int>(b % p.row_tiles);
@@ -304,10 +304,10 @@ __global__ void __launch_bounds__(kThreads * kRowWarps<MT>, kMmaMinBlocks<MT>) g
     if (!is_last) return;
     constexpr int kFold = 16;  // partial reads in flight per folding thread
     const int64_t zstride = p.m * p.np;
-    const int fcol = sb * kThreads + static_cast<int>(threadIdx.x) % kThreads;
+    const int fcol = sb * kThreads + (kRW == 1 ? static_cast<int>(threadIdx.x) : static_cast<int>(threadIdx.x) % kThreads);
     if (fcol < p.n) {  // kRW threads per column take every kRW-th row
 #pragma unroll 1
-      for (int r = static_cast<int>(threadIdx.x) / kThreads; r < rows; r += kRW) {
+      for (int r = kRW == 1 ? 0 : static_cast<int>(threadIdx.x) / kThreads; r < rows; r += kRW) {
         const float* src = p.partial + (m0 + r) * p.np + fcol;
         float sum = 0.0f;  // ascending z, each batch's loads in flight together
 #pragma unroll 1
