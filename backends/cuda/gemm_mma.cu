@@ -1,5 +1,5 @@
 // The integer tensor-core kernels of the CUDA gemm: mode I8 for M >= 2 (gemm_kernels.h, MAPPING;
-// the plan picks them: gemm_plan.cu).
+// the plan runs them past 32 rows and from 16 on large grids: gemm_plan.h).
 //
 // WHY THIS IS EXACT. The contract's I8 group sum isum[g] = sum_k w[n][k] * xq[m][k] over the 32 k
 // of a group is an integer: any order and any hardware that computes it without overflow gives
