@@ -21,6 +21,8 @@ struct Options {
   int reps = 0;                       // --reps (0 = the driver's default)
   bool quick = false;                 // --quick: fewer repetitions (smoke runs)
   std::string vs_isa;                 // --vs-isa TAG (CPU): also time isa=TAG, interleaved
+  std::vector<std::string> modes;     // --mode f32,i8 (empty = both; CUDA driver)
+  std::vector<std::string> precs;     // --prec q8,q4 (empty = both; CUDA driver)
 };
 
 // One measured case; the JSON "cases" array holds these. A field < 0 was not measured.

@@ -30,6 +30,10 @@ int main(int argc, char** argv) {
                  "isa=TAG (e.g. avx512vnni), interleaved rotation by rotation with the floor and "
                  "the default tag, same process");
   app.add_flag("--quick", opt.quick, "Fewer repetitions: a smoke run, not a measurement");
+  app.add_option("--mode", opt.modes, "Only these activation modes (f32, i8; CUDA)")
+      ->delimiter(',')->check(CLI::IsMember({"f32", "i8"}));
+  app.add_option("--prec", opt.precs, "Only these weight precisions (q8, q4; CUDA)")
+      ->delimiter(',')->check(CLI::IsMember({"q8", "q4"}));
   CLI11_PARSE(app, argc, argv);
 
   auto spec = parse_backend_spec(opt.backend);

@@ -32,7 +32,7 @@ struct DeviceBuffer {
 
 TEST_SUITE("gpu") {
 
-TEST_CASE("gpu gemm every benchmark variant (bench/cuda/gemm_variants.h) equals reference bits, q8 q4 x f32 i8, (N,K) {(1000,2048),(257,6144)}, M 1 and 33") {
+TEST_CASE("gpu gemm every benchmark variant (bench/cuda/gemm_variants.h) equals reference bits, q8 q4 x f32 i8, (N,K) {(1000,2048),(257,6144)}, M 1, 2 and 33") {
   auto cuda = cuda_or_skip();
   if (!cuda) return;
   using bench::GemmVariant;
@@ -104,6 +104,50 @@ TEST_CASE("gpu gemm every benchmark variant (bench/cuda/gemm_variants.h) equals 
          v.force.cols = 2;
          v.force.all_slices = Toggle::kOn;
        }, false},
+      // Mode I8 at M > 1: the dp4a slice blocks and the tensor cores, each forced, at every
+      // tensor-core row tile and slice choice.
+      {"prefill: dp4a, plan's schedule", 33, kAuto, [](GemmVariant& v) { v.force.mma = Toggle::kOff; }, false},
+      {"prefill: dp4a, one strip, every slice", 33, kAuto, [](GemmVariant& v) {
+         v.force.mma = Toggle::kOff;
+         v.force.cols = 1;
+         v.force.all_slices = Toggle::kOn;
+       }, false},
+      {"prefill: dp4a, one strip, one slice", 33, kAuto, [](GemmVariant& v) {
+         v.force.mma = Toggle::kOff;
+         v.force.cols = 1;
+         v.force.all_slices = Toggle::kOff;
+       }, false},
+      {"prefill: mma, plan's tile and slices", 33, kAuto, [](GemmVariant& v) { v.force.mma = Toggle::kOn; }, false},
+      {"prefill: mma, row tile 8, one slice", 33, kAuto, [](GemmVariant& v) {
+         v.force.mma = Toggle::kOn;
+         v.force.row_tile = 8;
+         v.force.all_slices = Toggle::kOff;
+       }, false},
+      {"prefill: mma, row tile 16, every slice", 33, kAuto, [](GemmVariant& v) {
+         v.force.mma = Toggle::kOn;
+         v.force.row_tile = 16;
+         v.force.all_slices = Toggle::kOn;
+       }, false},
+      {"prefill: mma, row tile 32, every slice", 33, kAuto, [](GemmVariant& v) {
+         v.force.mma = Toggle::kOn;
+         v.force.row_tile = 32;
+         v.force.all_slices = Toggle::kOn;
+       }, false},
+      {"prefill: mma, row tile 64, one slice", 33, kAuto, [](GemmVariant& v) {
+         v.force.mma = Toggle::kOn;
+         v.force.row_tile = 64;
+         v.force.all_slices = Toggle::kOff;
+       }, false},
+      {"prefill: mma, row tile 64, every slice", 33, kAuto, [](GemmVariant& v) {
+         v.force.mma = Toggle::kOn;
+         v.force.row_tile = 64;
+         v.force.all_slices = Toggle::kOn;
+       }, false},
+      {"prefill: mma, row tile 8, every slice, M 2", 2, kAuto, [](GemmVariant& v) {
+         v.force.mma = Toggle::kOn;
+         v.force.row_tile = 8;
+         v.force.all_slices = Toggle::kOn;
+       }, false},
   };
   cudaStream_t stream = nullptr;
   REQUIRE(cudaStreamCreate(&stream) == cudaSuccess);
@@ -130,6 +174,8 @@ TEST_CASE("gpu gemm every benchmark variant (bench/cuda/gemm_variants.h) equals 
         const auto want = reference(mode, max_m, h.view, a);
         for (const Variant& v : variants) {
           if (v.q8_f32_only && (prec != TB_PREC_Q8 || mode != TB_ACT_F32)) continue;
+          const bool tensor_cores = std::string(v.name).find("mma") != std::string::npos;
+          if (tensor_cores && mode != TB_ACT_I8) continue;  // integer mma: mode I8 only
           cuda::GemmLaunch l;
           l.mode = mode;
           l.m = v.m;

@@ -39,6 +39,10 @@ GemmSchedule plan(int64_t n, int64_t k, int64_t m, tb_act_mode mode, int64_t sms
 }
 
 std::string describe(const GemmSchedule& s) {
+  if (s.mma) {
+    return "tensor cores, row tile " + std::to_string(s.row_tile) + ", " +
+           (s.all_slices ? "every slice" : "one slice");
+  }
   return s.strip_blocks ? std::string("strip blocks")
                         : "row tile " + std::to_string(s.row_tile) + ", " + std::to_string(s.cols) +
                               " strips per warp, " + (s.all_slices ? "every slice" : "one slice") +
@@ -65,17 +69,46 @@ TEST_CASE("cuda gemm plan on 132 SMs: decode of q/o, k/v, qkv runs strip blocks;
   CHECK(plan(151936, 2048, 1, TB_ACT_F32, 132, DecodePath::kStripBlocks).strip_blocks);
 }
 
-TEST_CASE("cuda gemm plan on 132 SMs, M32: lm_head two strips per warp in row tiles of 16 (F32 one slice, I8 every slice); gate_up every slice with rows inside (F32); q/o one slice, rows outside") {
+TEST_CASE("cuda gemm plan on 132 SMs, M32: F32 lm_head two strips per warp in row tiles of 16, one slice; gate_up every slice with rows inside; q/o one slice, rows outside. I8: lm_head on tensor cores in one tile of 32 rows, every slice; gate_up dp4a every slice") {
   GemmSchedule s = plan(151936, 2048, 32, TB_ACT_F32);
   CHECK(describe(s) == "row tile 16, 2 strips per warp, one slice, rows outside");
   s = plan(151936, 2048, 32, TB_ACT_I8);
-  CHECK(describe(s) == "row tile 16, 2 strips per warp, every slice, rows outside");
+  CHECK(describe(s) == "tensor cores, row tile 32, every slice");
   s = plan(12288, 2048, 32, TB_ACT_F32);
   CHECK(describe(s) == "row tile 8, 1 strips per warp, every slice, rows inside");
   s = plan(12288, 2048, 32, TB_ACT_I8);
   CHECK(describe(s) == "row tile 8, 1 strips per warp, every slice, rows outside");
   s = plan(2048, 2048, 32, TB_ACT_F32);
   CHECK(describe(s) == "row tile 8, 1 strips per warp, one slice, rows outside");
+}
+
+TEST_CASE("cuda gemm plan, mode I8 on 132 SMs: tensor cores past 32 rows, and from 16 where their blocks fill the GPU twice (lm_head); row tile the smallest of 8/16/32/64 holding M; never at M = 1 or in mode F32; forced on or off") {
+  for (int64_t m : {33, 64, 65, 512}) {
+    const GemmSchedule s = plan(12288, 2048, m, TB_ACT_I8);
+    CHECK(describe(s) == "tensor cores, row tile " + std::to_string(m <= 64 ? (m <= 32 ? 32 : 64) : 64) + ", every slice");
+    CHECK_FALSE(plan(12288, 2048, m, TB_ACT_F32).mma);
+  }
+  for (int64_t m : {2, 8, 16, 32}) CHECK_FALSE(plan(12288, 2048, m, TB_ACT_I8).mma);
+  CHECK(describe(plan(12288, 2048, 16, TB_ACT_I8)) == "row tile 8, 1 strips per warp, one slice, rows outside");
+  for (int64_t m : {16, 17, 32}) {
+    CHECK(describe(plan(151936, 2048, m, TB_ACT_I8)) == "tensor cores, row tile " + std::to_string(m == 16 ? 16 : 32) + ", every slice");
+  }
+  CHECK(describe(plan(151936, 2048, 8, TB_ACT_I8)) == "row tile 16, 2 strips per warp, every slice, rows outside");
+  CHECK_FALSE(plan(151936, 2048, 1, TB_ACT_I8).mma);
+  cuda::GemmLaunch a;
+  a.mode = TB_ACT_I8;
+  a.m = 32;
+  cuda::GemmForce force;
+  force.mma = cuda::Toggle::kOff;
+  GemmSchedule s = cuda::plan_gemm(strips_of(TB_PREC_Q8, 151936, 2048), a, split_plan(151936, 2048), 132, force);
+  CHECK(describe(s) == "row tile 16, 2 strips per warp, every slice, rows outside");
+  a.m = 2;
+  force.mma = cuda::Toggle::kOn;
+  s = cuda::plan_gemm(strips_of(TB_PREC_Q8, 12288, 2048), a, split_plan(12288, 2048), 132, force);
+  CHECK(describe(s) == "tensor cores, row tile 8, every slice");
+  force.all_slices = cuda::Toggle::kOff;
+  s = cuda::plan_gemm(strips_of(TB_PREC_Q8, 12288, 2048), a, split_plan(12288, 2048), 132, force);
+  CHECK(describe(s) == "tensor cores, row tile 8, one slice");
 }
 
 TEST_CASE("cuda gemm plan: every schedule it chooses has a product kernel, N{1..151936} x K{32,2048,6144} x M{1..1024} x SMs{1,16,132,1024}, q8 q4 x f32 i8") {
@@ -95,9 +128,12 @@ TEST_CASE("cuda gemm plan: every schedule it chooses has a product kernel, N{1..
                 CHECK(m == 1);
                 continue;
               }
+              if (s.mma) CHECK((m > 1 && mode == TB_ACT_I8));
+              if (m > 64 && mode == TB_ACT_I8) CHECK(s.mma);
               const bool has = m == 1 ? cuda::detail::decode_slice_kernel(prec, mode) != nullptr && s.row_tile == 1
-                                      : cuda::detail::prefill_kernel(prec, mode, s.row_tile, s.cols, s.all_slices,
-                                                                     s.rows_inner) != nullptr;
+                               : s.mma ? cuda::detail::mma_kernel(prec, s.row_tile, s.all_slices) != nullptr && s.cols == 1
+                                       : cuda::detail::prefill_kernel(prec, mode, s.row_tile, s.cols, s.all_slices,
+                                                                      s.rows_inner) != nullptr;
               CHECK_MESSAGE(has, "N=" << n << " K=" << k << " M=" << m << " SMs=" << sms << ": " << describe(s));
             }
           }
@@ -131,6 +167,9 @@ TEST_CASE("cuda gemm schedule without a product kernel is INVALID_ARGUMENT namin
       {TB_ACT_F32, {nsplit, false, 8, 1, true, false}},
       {TB_ACT_F32, {nsplit, false, 4, 1, false, false}},
       {TB_ACT_I8, {nsplit, false, 8, 1, false, true}},
+      {TB_ACT_F32, {nsplit, false, 32, 1, true, false, true}},   // tensor cores in mode F32
+      {TB_ACT_I8, {nsplit, false, 12, 1, true, false, true}},    // a row tile they lack
+      {TB_ACT_I8, {nsplit, false, 32, 2, true, false, true}},    // two strips per warp
   };
   for (const Case& c : cases) {
     cuda::GemmLaunch a;
@@ -143,8 +182,10 @@ TEST_CASE("cuda gemm schedule without a product kernel is INVALID_ARGUMENT namin
     const Status st = cuda::launch_gemm_schedule(w, a, c.s, nullptr);
     CHECK(st.code() == TB_INVALID_ARGUMENT);
     CHECK_MESSAGE(st.message().find("the product has no kernel") != std::string::npos, st.to_string());
-    const bool compiled = cuda::detail::prefill_kernel(TB_PREC_Q8, c.mode, c.s.row_tile, c.s.cols,
-                                                       c.s.all_slices, c.s.rows_inner) != nullptr;
+    const bool compiled = c.s.mma ? c.mode == TB_ACT_I8 && c.s.cols == 1 &&
+                                        cuda::detail::mma_kernel(TB_PREC_Q8, c.s.row_tile, c.s.all_slices) != nullptr
+                                  : cuda::detail::prefill_kernel(TB_PREC_Q8, c.mode, c.s.row_tile, c.s.cols,
+                                                                 c.s.all_slices, c.s.rows_inner) != nullptr;
     CHECK_FALSE(compiled);
   }
   // A slice count above the contract's, and strip blocks at M > 1, are refused the same way.

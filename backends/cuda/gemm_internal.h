@@ -49,6 +49,12 @@ KernelFn decode_slice_kernel(tb_prec prec, tb_act_mode mode);
 // 2), every slice per block or one, rows inside the k loop or not: only the combinations the plan
 // chooses (gemm_plan.cu, plan_prefill) exist; any other gives nullptr.
 KernelFn prefill_kernel(tb_prec prec, tb_act_mode mode, int mt, int cols, bool all_slices, bool rows_inner);
+// Integer tensor-core kernels (gemm_mma.cu; mode I8, M >= 2, sm_80 and newer): row tile mt (8,
+// 16, 32 or 64), one strip per warp, one slice per block or every slice; nullptr otherwise.
+KernelFn mma_kernel(tb_prec prec, int mt, bool all_slices);
+// Threads per block of the tensor-core kernel of row tile mt (kThreads, or twice that at 64 rows:
+// two warps per strip split the rows).
+int mma_threads(int mt);
 
 // ---- the strip kernel (decode, one block per strip; gemm_decode.cu) ----
 
@@ -68,13 +74,18 @@ Status check_launch(const DeviceStrips& w, const GemmLaunch& a);
 
 // Multiprocessors of the current device, asked once per device.
 Result<int64_t> device_sms();
+// Whether the current device has integer mma (compute capability 8.0 or newer), asked once.
+Result<bool> device_has_int_mma();
 // Blocks of `kernel` (kThreads per block) resident on the whole device at once (one "wave"),
 // from the device's own occupancy answer; asked once per kernel.
 Result<int64_t> resident_blocks(KernelFn kernel);
 // Checks that every (strip, slice, row tile) has a warp and the workspace is there, then
 // launches `kernel` over row tiles of mt rows, cols strips per warp, slices_per_block
 // consecutive slices per block, on `stream`.
+// `threads` per block: kThreads, or a multiple of it for kernels whose extra warps share the
+// same strips (the tensor-core kernel at 64 rows).
 Status launch_slice_blocks(const DeviceStrips& w, const GemmLaunch& a, int64_t nsplit, KernelFn kernel,
-                           int mt, int cols, int64_t slices_per_block, cudaStream_t stream);
+                           int mt, int cols, int64_t slices_per_block, cudaStream_t stream,
+                           int threads = kThreads);
 
 }  // namespace twinbit::cuda::detail

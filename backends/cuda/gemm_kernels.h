@@ -2,7 +2,8 @@
 //
 // NUMERIC CONTRACT. Bit-identical to twinbit::ref::gemm_f32 (mode F32) and twinbit::ref::gemm_i8
 // (mode I8) of core/reference.h, i.e. NUMERICS.md: per column the group dot is a sequential
-// __fmaf_rn chain over the 32 k of the group (F32) or an exact int32 dot (I8: dp4a); slice z of
+// __fmaf_rn chain over the 32 k of the group (F32) or an exact int32 dot (I8: dp4a, or one integer
+// tensor-core mma.sync m16n8k32 per group where the plan runs them: gemm_mma.cu); slice z of
 // split_plan(N, K) accumulates fma(p[g], t[g], a) over its groups in ascending g; the slices are
 // folded out = +0 + a[0] + a[1] + ... in ascending z. Nothing depends on M or launch geometry.
 //
@@ -28,6 +29,11 @@
 //     flight at once: q/o, k/v, qkv) runs ONE BLOCK PER STRIP: its up to 16 warps take contiguous
 //     slice ranges, keep 4 tiles in flight each, read the activations as global broadcasts, leave
 //     the slice partials in shared memory, and after one barrier warp 0 folds them in ascending z.
+//   - Mode I8 past 32 rows (from 16 on large grids) runs the integer tensor cores instead
+//     (gemm_mma.cu, its own MAPPING; the rule: gemm_plan.h): a
+//     warp's strip is the A operand of two m16n8k32 mmas per group, rows in tiles of 8 to 64 are
+//     the B operand, staged in shared memory in fragment order; the float step stays per (column,
+//     row, group) on the CUDA cores, in the contract's order.
 //   - Which of these schedules runs is the plan's choice per shape (gemm_plan.h; the measurements
 //     behind each rule: docs/results/cuda-kernel-choices.md). The library compiles only the
 //     kernels the plan can choose; the measured-slower alternatives are benchmark code

@@ -42,10 +42,23 @@ Result<int64_t> device_sms() {
   return static_cast<int64_t>(sms);
 }
 
+Result<bool> device_has_int_mma() {
+  static std::mutex mu;
+  static std::map<int, bool> cache;
+  int device = 0;
+  TB_CUDA_TRY(cudaGetDevice(&device));
+  std::lock_guard<std::mutex> lock(mu);
+  if (auto it = cache.find(device); it != cache.end()) return it->second;
+  int major = 0;
+  TB_CUDA_TRY(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  cache.emplace(device, major >= 8);
+  return major >= 8;
+}
+
 Status launch_slice_blocks(const DeviceStrips& w, const GemmLaunch& a, int64_t nsplit, KernelFn kernel,
-                           int mt, int cols, int64_t slices_per_block, cudaStream_t stream) {
+                           int mt, int cols, int64_t slices_per_block, cudaStream_t stream, int threads) {
   if (!kernel || mt < 1 || cols < 1 || cols > 2 || nsplit < 1 || slices_per_block < 1 ||
-      slices_per_block > nsplit) {
+      slices_per_block > nsplit || threads < kThreads || threads % kThreads != 0 || threads > 1024) {
     return Error(TB_INTERNAL, "gemm slice-block launch: %s kernel, row tile %d, %d strips per warp, "
                  "%lld of %lld slices per block (expected a kernel, row tile >= 1, 1 or 2 strips, "
                  "1 .. nsplit slices)", kernel ? "a" : "no", mt, cols,
@@ -91,7 +104,7 @@ Status launch_slice_blocks(const DeviceStrips& w, const GemmLaunch& a, int64_t n
   p.strip_blocks = static_cast<int>(strip_blocks);
   p.row_tiles = static_cast<int>(row_tiles);
   p.slices_per_block = static_cast<int>(slices_per_block);
-  kernel<<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(p);
+  kernel<<<static_cast<unsigned>(blocks), static_cast<unsigned>(threads), 0, stream>>>(p);
   TB_CUDA_TRY(cudaGetLastError());
   return Status();
 }
@@ -152,8 +165,18 @@ PrefillPlan plan_prefill(tb_act_mode mode, const GemmForce& a, int64_t nstrips, 
   return pl;
 }
 
+// Rows per block of the tensor-core kernels: the smallest tile that holds M, 64 past it.
+int mma_row_tile(int64_t m, int forced) {
+  if (forced == 8 || forced == 16 || forced == 32 || forced == 64) return forced;
+  return m <= 8 ? 8 : m <= 16 ? 16 : m <= 32 ? 32 : 64;
+}
+
 // The product's kernel for schedule s, or nullptr.
 detail::KernelFn product_kernel(const DeviceStrips& w, const GemmLaunch& a, const GemmSchedule& s) {
+  if (s.mma) {
+    const bool ok = a.mode == TB_ACT_I8 && a.m > 1 && s.cols == 1 && !s.rows_inner;
+    return ok ? detail::mma_kernel(w.prec, s.row_tile, s.all_slices) : nullptr;
+  }
   if (s.row_tile == 1) {
     const bool decode = a.m == 1 && s.cols == 1 && !s.all_slices && !s.rows_inner;
     return decode ? detail::decode_slice_kernel(w.prec, a.mode) : nullptr;
@@ -165,7 +188,8 @@ detail::KernelFn product_kernel(const DeviceStrips& w, const GemmLaunch& a, cons
 Status launch_planned(const DeviceStrips& w, const GemmLaunch& a, const GemmSchedule& s, cudaStream_t stream) {
   if (s.strip_blocks) return detail::launch_strip(w, a, s.nsplit, stream);
   return detail::launch_slice_blocks(w, a, s.nsplit, product_kernel(w, a, s), s.row_tile, s.cols,
-                                     s.all_slices ? s.nsplit : 1, stream);
+                                     s.all_slices ? s.nsplit : 1, stream,
+                                     s.mma ? detail::mma_threads(s.row_tile) : detail::kThreads);
 }
 
 }  // namespace
@@ -183,6 +207,18 @@ GemmSchedule plan_gemm(const DeviceStrips& w, const GemmLaunch& a, int64_t nspli
                              ceil_div(ngroups, static_cast<int64_t>(detail::strip_warps(nsplit))) <= detail::kStripDepth;
     s.strip_blocks = detail::strip_fits(nsplit) &&
                      (a.decode == DecodePath::kStripBlocks || (a.decode == DecodePath::kAuto && strips_auto));
+    return s;
+  }
+  const int mma_tile = mma_row_tile(a.m, force.row_tile);
+  const int64_t mma_blocks = ceil_div(nstrips, kStripsPerBlock) * ceil_div(a.m, mma_tile);
+  const bool mma_auto = a.m > 32 || (a.m >= 16 && mma_blocks >= 2 * sms);
+  if (a.mode == TB_ACT_I8 && force.cols != 2 &&
+      (force.mma == Toggle::kOn || (force.mma == Toggle::kAuto && mma_auto))) {
+    // Integer tensor cores: one strip per warp, every slice per block (the fold in registers:
+    // faster wherever the plan picks them; one slice per block only when forced).
+    s.mma = true;
+    s.row_tile = mma_tile;
+    s.all_slices = force.all_slices != Toggle::kOff;
     return s;
   }
   s.row_tile = row_tile_for(a.m, w.np, force.row_tile);
@@ -250,7 +286,11 @@ Status launch_gemm(const DeviceStrips& w, const GemmLaunch& a, cudaStream_t stre
   TB_RETURN_IF_ERROR(detail::check_launch(w, a));
   auto sms = detail::device_sms();
   if (!sms.ok()) return sms.status();
-  return launch_planned(w, a, plan_gemm(w, a, fold_plan(w), *sms), stream);
+  auto mma = detail::device_has_int_mma();
+  if (!mma.ok()) return mma.status();
+  GemmForce force;
+  if (!*mma) force.mma = Toggle::kOff;  // before sm_80: the dp4a slice blocks
+  return launch_planned(w, a, plan_gemm(w, a, fold_plan(w), *sms, force), stream);
 }
 
 }  // namespace twinbit::cuda

@@ -9,6 +9,11 @@
 //     tiles): a short latency chain with no global partials (q/o, k/v, qkv). Otherwise slice
 //     blocks, one slice per block, held to 12 blocks per SM (gate, gate_up, down, lm_head: more
 //     strips or longer shares, where the strip blocks would serialise).
+//   - Prefill in mode I8 runs the integer tensor-core kernels (gemm_mma.cu) on devices that have
+//     them (sm_80+) past 32 rows, and from 16 rows when their blocks fill the GPU twice (lm_head):
+//     rows per block the smallest of 8, 16, 32, 64 that holds M (64 past it), every slice per
+//     block. Below that the dp4a slice blocks measured faster (lm_head M = 2..8, gate_up up to
+//     M = 32). The rules below are then mode F32's, and I8's where the tensor cores do not run.
 //   - Prefill rows per block: 16 on vocabulary-sized outputs (np > 65536), 8 otherwise (a larger
 //     tile reuses each weight more but leaves small grids with too few blocks).
 //   - Prefill strips per warp: two when one-strip blocks would fill the GPU 8 times over (each
@@ -41,6 +46,8 @@ struct GemmSchedule {
   bool all_slices = false;    // prefill: a block walks every slice of its strips, folding in
                               // registers (otherwise one slice per block, last-block fold)
   bool rows_inner = false;    // prefill, mode F32, one strip per warp: the rows inside the k loop
+  bool mma = false;           // prefill, mode I8: integer tensor cores (gemm_mma.cu), row tile 8,
+                              // 16, 32 or 64, one strip per warp, one or every slice per block
 };
 
 // A choice of the plan left to it (kAuto) or forced off / on.
@@ -55,6 +62,8 @@ struct GemmForce {
   int cols = 0;                       // 0: the plan's; 1 or 2
   Toggle all_slices = Toggle::kAuto;
   Toggle rows_inner = Toggle::kAuto;
+  Toggle mma = Toggle::kAuto;         // mode I8, M >= 2: the tensor cores (kOn), the dp4a slice
+                                      // blocks (kOff), or the plan's rule (kAuto)
 };
 
 // The plan for a.m rows in mode a.mode with nsplit slices on a device of `sms` multiprocessors;

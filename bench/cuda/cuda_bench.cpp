@@ -40,6 +40,11 @@ const Shape kShapes[] = {{"q_o", 2048, 2048},     {"k_v", 2048, 1024},  {"gate",
                          {"gate_up", 2048, 12288}, {"down", 6144, 2048}, {"qkv", 2048, 4096},
                          {"lm_head", 2048, 151936}};
 
+// Whether `name` is in the --mode / --prec list (an empty list takes everything).
+bool wanted(const std::vector<std::string>& only, const std::string& name) {
+  return only.empty() || std::find(only.begin(), only.end(), name) != only.end();
+}
+
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v.empty() ? -1 : v[v.size() / 2];
@@ -325,6 +330,7 @@ Status run_cuda(const Options& opt, std::vector<Case>& out) {
       continue;
     }
     for (tb_prec prec : {TB_PREC_Q8, TB_PREC_Q4}) {
+      if (!wanted(opt.precs, prec_name(prec))) continue;
       std::vector<uint8_t> codes;
       std::vector<uint16_t> scales;
       fill_strips(prec, sh.n, sh.k, codes, scales, 12345 + sh.n + prec);
@@ -375,6 +381,7 @@ Status run_cuda(const Options& opt, std::vector<Case>& out) {
         TB_CUDA_TRY(cudaMemcpy(dq.p, hq.data(), hq.size(), cudaMemcpyHostToDevice));
         TB_CUDA_TRY(cudaMemcpy(dd.p, hd.data(), hd.size() * 4, cudaMemcpyHostToDevice));
         for (tb_act_mode mode : {TB_ACT_F32, TB_ACT_I8}) {
+          if (!wanted(opt.modes, mode == TB_ACT_F32 ? "f32" : "i8")) continue;
           // The default launch first (the product's plan, launch_gemm), then the alternatives
           // (gemm_variants.h), all timed interleaved.
           struct KernelVariant {
@@ -409,7 +416,29 @@ Status run_cuda(const Options& opt, std::vector<Case>& out) {
             add(Format("minslice%lld_nsplit%lld", static_cast<long long>(g), static_cast<long long>(cand)).c_str(),
                 [cand](GemmVariant& v) { v.nsplit = cand; });
           }
-          if (m > 1) {  // prefill: slices per block, strips per warp, loop order
+          if (m > 1 && mode == TB_ACT_I8) {
+            // Integer tensor cores against the dp4a slice blocks (each forced: the plan picks one
+            // per shape), and the tensor cores' own row tiles and slices.
+            using cuda::Toggle;
+            add("dp4a", [](GemmVariant& v) { v.force.mma = Toggle::kOff; });
+            add("mma_allslices", [](GemmVariant& v) {
+              v.force.mma = Toggle::kOn;
+              v.force.all_slices = Toggle::kOn;
+            });
+            add("mma_oneslice", [](GemmVariant& v) {
+              v.force.mma = Toggle::kOn;
+              v.force.all_slices = Toggle::kOff;
+            });
+            const int def = m <= 8 ? 8 : m <= 16 ? 16 : m <= 32 ? 32 : 64;
+            if (def > 8) {  // half the plan's tile: twice the blocks, each weight tile read twice
+              const int rt = def / 2;
+              add(Format("mma_rowtile%d", rt).c_str(), [rt](GemmVariant& v) {
+                v.force.mma = Toggle::kOn;
+                v.force.row_tile = rt;
+              });
+            }
+          }
+          if (m > 1 && mode == TB_ACT_F32) {  // prefill: slices per block, strips per warp, loop order
             using cuda::Toggle;
             add("allslices", [](GemmVariant& v) { v.force.all_slices = Toggle::kOn; });
             add("oneslice", [](GemmVariant& v) { v.force.all_slices = Toggle::kOff; });
@@ -434,7 +463,7 @@ Status run_cuda(const Options& opt, std::vector<Case>& out) {
               });
             }
           }
-          if (m >= 16 && prec == TB_PREC_Q8) {  // both row tiles against the default choice
+          if (m >= 16 && prec == TB_PREC_Q8 && mode == TB_ACT_F32) {  // both row tiles against the default choice
             for (int rt : {8, 16}) add(Format("rowtile%d", rt).c_str(), [rt](GemmVariant& v) { v.force.row_tile = rt; });
           }
           const auto base_launch = [&] {  // the default launch on this case's buffers

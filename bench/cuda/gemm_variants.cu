@@ -101,11 +101,12 @@ Status launch_gemm_variant(const cuda::DeviceStrips& w, const cuda::GemmLaunch& 
   if (v.depth != 1 && v.depth != 2) {
     return Error(TB_INVALID_ARGUMENT, "gemm variant: prefetch depth %d (expected 1 or 2)", v.depth);
   }
+  const int rt = v.force.row_tile;
+  const bool mma_tile = rt == 32 || rt == 64;  // the tensor-core kernels' larger tiles
   if (v.force.cols < 0 || v.force.cols > 2 ||
-      (v.force.row_tile != 0 && v.force.row_tile != cuda::detail::kRowTile &&
-       v.force.row_tile != cuda::detail::kRowTileLarge)) {
+      (rt != 0 && rt != cuda::detail::kRowTile && rt != cuda::detail::kRowTileLarge && !mma_tile)) {
     return Error(TB_INVALID_ARGUMENT, "gemm variant: %d strips per warp, row tile %d (expected 0 = the "
-                 "plan's, 1 or 2; 0, 8 or 16)", v.force.cols, v.force.row_tile);
+                 "plan's, 1 or 2; 0, 8 or 16, or 32 or 64 for the tensor cores)", v.force.cols, rt);
   }
   auto sms = cuda::detail::device_sms();
   if (!sms.ok()) return sms.status();
@@ -122,6 +123,10 @@ Status launch_gemm_variant(const cuda::DeviceStrips& w, const cuda::GemmLaunch& 
   if (decode_only) {
     return Error(TB_INVALID_ARGUMENT, "gemm variant: merged slices, depth 2 and I2F are decode kernels "
                  "(M = 1), not for %lld rows", static_cast<long long>(a.m));
+  }
+  if (s.mma) return cuda::launch_gemm_schedule(w, a, s, stream);  // every tensor-core form is the product's
+  if (mma_tile) {
+    return Error(TB_INVALID_ARGUMENT, "gemm variant: row tile %d is a tensor-core tile (mode I8, M >= 2)", rt);
   }
   const bool unpacked = v.unpacked && s.cols == 2;
   if (!unpacked && cuda::detail::prefill_kernel(w.prec, a.mode, s.row_tile, s.cols, s.all_slices, s.rows_inner)) {
