@@ -138,7 +138,7 @@ void add_model_sweep(CaseList& out, bool quick) {
   }
 }
 
-void add_full_sweep(CaseList& out) {
+void add_full_sweep(CaseList& out, bool model_shapes) {
   // The backend issues' sweep: M around the row tiles, N around the 32-column strips and a
   // non-divisible large N, K from one group to the largest Qwen3-VL-2B projection input.
   add_rotated(out, {1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 31, 32, 33, 64},
@@ -154,7 +154,7 @@ void add_full_sweep(CaseList& out) {
     out.add(gemm_case(prec, mode, 4, 33, 17040));    // B 1, 533 groups in 133 slices (cap)
     out.add(gemm_case(prec, mode, 2, 11300, 6144));  // B 12, 192 groups in 43 slices (ceil(512/B))
   }
-  add_model_sweep(out, false);
+  if (model_shapes) add_model_sweep(out, false);
   add_rotated(out, {2, 9, 33, 64, 70}, {3, 33, 257, 1000}, {32, 96, 100, 2048}, true);
   for (int64_t rows : {1, 3, 31, 32, 33, 257}) {
     for (int64_t cols : {1, 31, 32, 33, 100, 2048}) {
@@ -176,7 +176,7 @@ void add_full_sweep(CaseList& out) {
 
 // Every (M, N, K) of the backend issues' sweep for every (prec, mode), and of the K % 32 != 0 sweep
 // (no thinning), then everything of the full sweep: the "slow" instances of each backend run it.
-void add_exhaustive_sweep(CaseList& out) {
+void add_exhaustive_sweep(CaseList& out, bool model_shapes) {
   const std::vector<int64_t> ms = {1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 31, 32, 33, 64};
   auto add_product = [&](const std::vector<int64_t>& ns, const std::vector<int64_t>& ks) {
     for (int p = 0; p < 4; ++p) {
@@ -189,10 +189,10 @@ void add_exhaustive_sweep(CaseList& out) {
   };
   add_product({1, 3, 31, 32, 33, 255, 256, 257, 1000}, {32, 64, 96, 2048, 6144});
   add_product({1, 31, 33, 257}, {1, 17, 31, 33, 63, 100, 1000, 2047, 2049});
-  add_full_sweep(out);  // names already present are skipped
+  add_full_sweep(out, model_shapes);  // names already present are skipped
 }
 
-void add_quick_sweep(CaseList& out) {
+void add_quick_sweep(CaseList& out, bool model_shapes) {
   add_rotated(out, {1, 3, 33}, {1, 33, 257}, {32, 100, 96}, false);
   for (int p = 0; p < 4; ++p) out.add(batch_case(kPrecs[p / 2], kModes[p % 2], 9, 33, 96));
   out.add(gemv_case(false, 33, 100));
@@ -203,7 +203,7 @@ void add_quick_sweep(CaseList& out) {
   out.add(gdn_case(3, 3, 17, 33));
   out.add(quantize_case(1, 100));
   out.add(quantize_case(3, 2049));
-  add_model_sweep(out, true);
+  if (model_shapes) add_model_sweep(out, true);
 }
 
 // One random case; the shapes lean towards the awkward ones. Generator 1 drew K % 32 != 0 for about
@@ -256,9 +256,9 @@ Case random_case(Rng& r, int generator) {
 
 std::vector<Case> generate_cases(const CaseOptions& o) {
   CaseList out;
-  if (o.sweep == Sweep::full) add_full_sweep(out);
-  if (o.sweep == Sweep::quick) add_quick_sweep(out);
-  if (o.sweep == Sweep::exhaustive) add_exhaustive_sweep(out);
+  if (o.sweep == Sweep::full) add_full_sweep(out, o.model_shapes);
+  if (o.sweep == Sweep::quick) add_quick_sweep(out, o.model_shapes);
+  if (o.sweep == Sweep::exhaustive) add_exhaustive_sweep(out, o.model_shapes);
   Rng r(case_seed(o.seed, "random-shapes"));
   for (int i = 0, tries = 0; i < o.random_cases && tries < 100 * (o.random_cases + 1); ++tries) {
     Case c = random_case(r, o.generator);

@@ -101,6 +101,9 @@ struct CaseOptions {
   int generator = kGeneratorVersion;  // 1 or 2
   Sweep sweep = Sweep::full;
   int random_cases = 100;  // the random part: awkward shapes drawn from the seed
+  // The model sweep (cases.cpp) in the full, quick and exhaustive sweeps. Off only where a scalar
+  // test backend runs the quick sweep in a unit test: it would compute whole model projections.
+  bool model_shapes = true;
 };
 
 std::vector<Case> generate_cases(const CaseOptions& options);
