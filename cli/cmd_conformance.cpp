@@ -12,7 +12,9 @@
 #include "cli/cli_common.h"
 #include "cli/output_path.h"
 #include "conformance/conformance.h"
+#include "conformance/explain.h"
 #include "conformance/isolation/isolation.h"
+#include "conformance/support.h"
 
 namespace twinbit::cli {
 namespace {
@@ -21,8 +23,11 @@ struct ConformanceOptions {
   std::vector<std::string> backends;
   std::string plugin, json, junit, expected, filter, sweep = "full";
   uint64_t seed = 1;
-  int cases = 100;
-  bool list = false, quiet = false;
+  int cases = 100, generator = conformance::kGeneratorVersion;
+  bool list = false, quiet = false, support = false;
+  bool explain_on = false;           // --explain given
+  std::vector<std::string> explain;  // its CASE, when one was named
+  std::vector<std::string> dump;     // --dump CASE DIR
   std::string isolation = "auto", log;
   double case_timeout = 60;
   bool no_repeat = false;
@@ -58,8 +63,32 @@ int run_worker_mode(const ConformanceOptions& o, BackendSpec spec, conformance::
   return conformance::isolation::run_worker(backend.value(), so, 0, kResultFd);
 }
 
+// The case named `name` among the run's cases, else among every sweep's (a name spells out its
+// parameters, so a case of another sweep is the same case).
+std::optional<conformance::Case> find_case(const std::vector<conformance::Case>& cases,
+                                           const std::string& name, const conformance::CaseOptions& co) {
+  using namespace conformance;
+  for (const Case& c : cases) {
+    if (c.name() == name) return c;
+  }
+  for (Sweep sweep : {Sweep::exhaustive, Sweep::quick}) {
+    CaseOptions o = co;
+    o.sweep = sweep;
+    o.random_cases = 0;
+    for (const Case& c : generate_cases(o)) {
+      if (c.name() == name) return c;
+    }
+  }
+  return std::nullopt;
+}
+
 int run_conformance(const ConformanceOptions& o) {
   using namespace conformance;
+  auto finish_file = [](artifact::OutputFile& file, const std::string& text) {
+    Status s = file.write(text.data(), text.size());
+    s = s.ok() ? file.commit() : s;
+    return s.ok() ? kExitOk : fail("conformance", s);
+  };
   if (o.list) return print_backend_list(false);
   std::optional<artifact::OutputFile> json, junit;  // opened before the suite runs
   const std::vector<std::string> inputs = {o.plugin, o.expected};
@@ -90,7 +119,21 @@ int run_conformance(const ConformanceOptions& o) {
     return usage_error("conformance", Error(TB_INVALID_ARGUMENT, "--json and --junit report on "
                        "one backend: give one --backend with them (%zu given)", specs.size()));
   }
-  const bool isolate = o.isolation == "process" || (o.isolation == "auto" && !o.plugin.empty());
+  // `--explain` without a CASE may reach here as one empty value.
+  const bool one_case = !o.dump.empty() || (!o.explain.empty() && !o.explain.front().empty());
+  if ((o.support || one_case) && specs.size() > 1) {
+    return usage_error("conformance", Error(TB_INVALID_ARGUMENT, "--support, --dump and --explain "
+                       "CASE take one backend (%zu given)", specs.size()));
+  }
+  if (o.generator < 1 || o.generator > kGeneratorVersion) {
+    return usage_error("conformance", Error(TB_INVALID_ARGUMENT, "--generator %d: versions are 1 to %d",
+                       o.generator, kGeneratorVersion));
+  }
+  // --support, --dump and --explain CASE are tools of one backend loaded here (supports() only,
+  // no call, or one case to debug): never isolated. A run's --explain loads the backend here
+  // after the isolated run, for the differing cases only.
+  const bool isolate = !o.support && !one_case &&
+                       (o.isolation == "process" || (o.isolation == "auto" && !o.plugin.empty()));
   if (isolate && specs.size() > 1) {
     return usage_error("conformance", Error(TB_INVALID_ARGUMENT, "--isolation process runs one "
                        "backend: give one --backend with it (%zu given)", specs.size()));
@@ -144,6 +187,7 @@ int run_conformance(const ConformanceOptions& o) {
   CaseOptions co;
   co.seed = o.seed;
   co.random_cases = o.cases;
+  co.generator = o.generator;
   co.sweep = o.sweep == "quick"        ? Sweep::quick
              : o.sweep == "none"       ? Sweep::none
              : o.sweep == "exhaustive" ? Sweep::exhaustive
@@ -152,6 +196,31 @@ int run_conformance(const ConformanceOptions& o) {
   // own sweeps used to check.
   if (co.sweep == Sweep::exhaustive) so.reference_budget = 0;
   std::vector<Case> cases = generate_cases(co);
+  if (o.support) {
+    const std::vector<SupportProbe> probes = probe_support(backends.front());
+    const std::string text = format_support_text(backends.front(), probes);
+    std::fputs(text.c_str(), json && json->is_stdout() ? stderr : stdout);
+    return json ? finish_file(*json, format_support_json(backends.front(), probes)) : kExitOk;
+  }
+  if (one_case) {
+    const std::string& name = o.dump.empty() ? o.explain.front() : o.dump.front();
+    std::optional<Case> c = find_case(cases, name, co);
+    if (!c) {
+      return usage_error("conformance", Error(TB_INVALID_ARGUMENT, "no case named '%s' in this "
+                         "seed's list or any sweep (names as the report prints them, e.g. "
+                         "gemm_q8_f32_M3_N33_K96)", name.c_str()));
+    }
+    if (!o.dump.empty()) {
+      if (Status s = dump_case(*c, o.seed, so.reference_budget, o.dump[1]); !s.ok()) return fail("conformance", s);
+      std::printf("wrote %s: inputs and expected outputs as .npy, with case.json\n", o.dump[1].c_str());
+      if (!o.explain_on) return kExitOk;
+    }
+    if (o.explain_on) {
+      const Explanation e = explain_case(backends.front(), *c, o.seed, so.reference_budget);
+      std::fputs(format_explanation(e).c_str(), stdout);
+      return e.backend.differing > 0 ? kExitFailed : kExitOk;
+    }
+  }
   if (!o.filter.empty()) {
     std::vector<Case> kept;
     for (const Case& c : cases) {
@@ -201,19 +270,31 @@ int run_conformance(const ConformanceOptions& o) {
     rep.sweep = o.sweep + (o.filter.empty() ? "" : ", filter " + o.filter) +
                 (isolate ? ", isolated" : "") + (o.no_repeat ? ", no repeat" : "");
     rep.random_cases = o.cases;
+    rep.generator = o.generator;
     std::fputs(format_text(rep).c_str(), stdout_taken ? stderr : stdout);
     passed = passed && rep.passed();
+    // --explain: every case whose bits differed, searched for the deviation that reproduces them.
+    // After an isolated run the backend is loaded here only now, and only if a case differed.
+    for (const CaseResult& r : o.explain_on ? rep.results : std::vector<CaseResult>{}) {
+      if (r.mismatch.differing == 0) continue;
+      if (b >= backends.size()) {
+        BackendSpec spec = running[b];
+        apply_environment_defaults(spec);
+        int exit_code = kExitOk;
+        auto backend = open_backend_spec("conformance", spec, &exit_code);
+        if (!backend.ok()) break;  // reported by open_backend_spec; the run's verdicts stand
+        backends.push_back(std::move(backend).value());
+      }
+      const Explanation e = explain_case(backends[b], r.c, o.seed, so.reference_budget);
+      std::fputs(format_explanation(e).c_str(), stdout_taken ? stderr : stdout);
+    }
   }
   const Report& rep = reports.front();  // the only one when a file report was asked for
-  auto finish = [](artifact::OutputFile& file, const std::string& text) {
-    Status s = file.write(text.data(), text.size());
-    return s.ok() ? file.commit() : s;
-  };
   if (json) {
-    if (Status s = finish(*json, format_json(rep)); !s.ok()) return fail("conformance", s);
+    if (int code = finish_file(*json, format_json(rep)); code != kExitOk) return code;
   }
   if (junit) {
-    if (Status s = finish(*junit, format_junit(rep)); !s.ok()) return fail("conformance", s);
+    if (int code = finish_file(*junit, format_junit(rep)); code != kExitOk) return code;
   }
   return passed ? kExitOk : kExitFailed;
 }
@@ -237,7 +318,17 @@ Command add_conformance(CLI::App& root) {
       "  twinbit conformance --backend cpu --sweep quick\n"
       "  twinbit conformance --plugin ./libmy_npu.so --case-timeout 20 --log run.log --json r.json\n"
       "  twinbit conformance --plugin ./libmy_npu.so --isolation none --filter 'gemm_q8_*'");
-  app->footer(kBackendOptionHelp);
+  app->footer(std::string(
+      "More examples:\n"
+      "  twinbit conformance --backend cpu                      the default run (full sweep + 100 random)\n"
+      "  twinbit conformance --plugin ./libmine.so --explain    and, per differing case, which usual\n"
+      "                                                         deviation reproduces its bits\n"
+      "  twinbit conformance --plugin ./libmine.so --explain gemm_q8_f32_M1_N2048_K2048\n"
+      "  twinbit conformance --dump gemm_q4_i8_M3_N33_K96 case_dir   inputs + expected output as .npy\n"
+      "  twinbit conformance --plugin ./libmine.so --support --json support.json\n"
+      "  twinbit conformance --seed 7 --generator 1             the case list of a pre-v2 report\n"
+      "Suite time, cpu backend, 2-core machine (CPU seconds): --sweep quick --cases 50 about 10 s;\n"
+      "the default run (917 cases) about 65 s (docs/CONFORMANCE.md, CI time).\n\n") + kBackendOptionHelp);
   auto* b = app->add_option("--backend", opt->backends,
                             backend_option_help("Backend to test (default cpu); repeat it to test "
                                                 "several in one run, each case prepared once"))
@@ -270,9 +361,28 @@ Command add_conformance(CLI::App& root) {
                 "for long sweeps whose determinism a quick run already checks)");
   app->add_option("--log", opt->log, "Write a live log here: one line per finished case, flushed at once");
   app->add_flag("--worker", opt->worker, "(internal) the worker of an isolated run")->group("");
+  app->add_option("--generator", opt->generator,
+                  "Version of the random-case generator: 2 (default) draws K % 32 == 0 for half the\n"
+                  "random gemm cases; 1 reproduces the case lists of earlier reports")
+      ->capture_default_str();
+  CLI::Option* explain = app->add_option("--explain", opt->explain,
+                  "After the run, search the deviation (unfused fma, tree fold, flush-to-zero,\n"
+                  "split plan, I8 scale order, round-half-away) that reproduces the backend's bits\n"
+                  "of every differing case; with a CASE name, only that case (no suite run)")
+      ->expected(0, 1)->type_name("[CASE]");
+  app->add_option("--dump", opt->dump,
+                  "Write CASE's inputs and expected output as .npy files plus case.json to DIR\n"
+                  "(created if absent), then exit")
+      ->expected(2)->type_name("CASE DIR");
+  app->add_flag("--support", opt->support,
+                "List what the backend claims (supports() over ops x precisions x modes x probe\n"
+                "shapes, nothing run); with --json, as one JSON object");
   app->add_flag("--list", opt->list, "List the built-in backends and their capability tags");
   app->add_flag("-q,--quiet", opt->quiet, "No progress lines on stderr");
-  return Command{app, [opt] { return run_conformance(*opt); }};
+  return Command{app, [opt, explain] {
+    opt->explain_on = explain->count() > 0;
+    return run_conformance(*opt);
+  }};
 }
 
 }  // namespace twinbit::cli

@@ -7,6 +7,12 @@
 // (prec, mode). Every (M, N) pair then runs at four different K, and every (M, K) and (N, K) pair
 // occurs for each (prec, mode) - 504 cases instead of 2520.
 // The exhaustive sweep is that cross product itself (and the K % 32 != 0 one), for the slow runs.
+//
+// The model sweep: the target model's projection shapes (Qwen3-VL-2B: K 2048 with N 1024, 2048,
+// 4096, 6144, 12288 and the 151936-row vocabulary, K 6144 with N 2048) at decode (M = 1) and a
+// prefill batch (M = 32). A backend tuned for exactly these shapes takes paths the edge sweep never
+// reaches. The full sweep has every shape x M x (prec, mode); the quick sweep one (prec, mode) per
+// shape and M, rotated (13 cases: not the vocabulary at M = 32). Large ones are checked on sampled columns (SuiteOptions::reference_budget).
 #include <array>
 #include <set>
 
@@ -112,7 +118,30 @@ void add_rotated(CaseList& out, const std::vector<int64_t>& ms, const std::vecto
   }
 }
 
-void add_full_sweep(CaseList& out) {
+constexpr std::array<std::array<int64_t, 2>, 7> kModelShapes = {{
+    {1024, 2048}, {2048, 2048}, {4096, 2048}, {6144, 2048}, {12288, 2048}, {151936, 2048},
+    {2048, 6144}}};  // {N, K}
+
+void add_model_sweep(CaseList& out, bool quick) {
+  for (size_t s = 0; s < kModelShapes.size(); ++s) {
+    const auto [n, k] = kModelShapes[s];
+    for (int64_t mi = 0; mi < 2; ++mi) {
+      const int64_t m = mi == 0 ? 1 : 32;
+      // The quick form leaves out the prefill of the vocabulary: drawing its 311 M weight codes
+      // costs seconds per CI instance, and its decode case already runs the plan of that N.
+      if (quick && n > 100000 && m > 1) continue;
+      // Quick: (prec, mode) rotates with the shape, offset by M, so that each M meets both modes
+      // (a backend that takes only i8 still runs decode and prefill shapes).
+      const size_t pick = (s + 3 * static_cast<size_t>(mi)) % 4;
+      for (size_t p = 0; p < 4; ++p) {
+        if (quick && p != pick) continue;
+        out.add(gemm_case(kPrecs[p / 2], kModes[p % 2], m, n, k));
+      }
+    }
+  }
+}
+
+void add_full_sweep(CaseList& out, bool model_shapes) {
   // The backend issues' sweep: M around the row tiles, N around the 32-column strips and a
   // non-divisible large N, K from one group to the largest Qwen3-VL-2B projection input.
   add_rotated(out, {1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 31, 32, 33, 64},
@@ -128,6 +157,7 @@ void add_full_sweep(CaseList& out) {
     out.add(gemm_case(prec, mode, 4, 33, 17040));    // B 1, 533 groups in 133 slices (cap)
     out.add(gemm_case(prec, mode, 2, 11300, 6144));  // B 12, 192 groups in 43 slices (ceil(512/B))
   }
+  if (model_shapes) add_model_sweep(out, false);
   add_rotated(out, {2, 9, 33, 64, 70}, {3, 33, 257, 1000}, {32, 96, 100, 2048}, true);
   for (int64_t rows : {1, 3, 31, 32, 33, 257}) {
     for (int64_t cols : {1, 31, 32, 33, 100, 2048}) {
@@ -149,7 +179,7 @@ void add_full_sweep(CaseList& out) {
 
 // Every (M, N, K) of the backend issues' sweep for every (prec, mode), and of the K % 32 != 0 sweep
 // (no thinning), then everything of the full sweep: the "slow" instances of each backend run it.
-void add_exhaustive_sweep(CaseList& out) {
+void add_exhaustive_sweep(CaseList& out, bool model_shapes) {
   const std::vector<int64_t> ms = {1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 31, 32, 33, 64};
   auto add_product = [&](const std::vector<int64_t>& ns, const std::vector<int64_t>& ks) {
     for (int p = 0; p < 4; ++p) {
@@ -162,10 +192,10 @@ void add_exhaustive_sweep(CaseList& out) {
   };
   add_product({1, 3, 31, 32, 33, 255, 256, 257, 1000}, {32, 64, 96, 2048, 6144});
   add_product({1, 31, 33, 257}, {1, 17, 31, 33, 63, 100, 1000, 2047, 2049});
-  add_full_sweep(out);  // names already present are skipped
+  add_full_sweep(out, model_shapes);  // names already present are skipped
 }
 
-void add_quick_sweep(CaseList& out) {
+void add_quick_sweep(CaseList& out, bool model_shapes) {
   add_rotated(out, {1, 3, 33}, {1, 33, 257}, {32, 100, 96}, false);
   for (int p = 0; p < 4; ++p) out.add(batch_case(kPrecs[p / 2], kModes[p % 2], 9, 33, 96));
   out.add(gemv_case(false, 33, 100));
@@ -176,10 +206,14 @@ void add_quick_sweep(CaseList& out) {
   out.add(gdn_case(3, 3, 17, 33));
   out.add(quantize_case(1, 100));
   out.add(quantize_case(3, 2049));
+  if (model_shapes) add_model_sweep(out, true);
 }
 
-// One random case; the shapes lean towards the awkward ones.
-Case random_case(Rng& r) {
+// One random case; the shapes lean towards the awkward ones. Generator 1 drew K % 32 != 0 for about
+// 80% of the gemm cases, so a backend that refuses ragged K (the NPU layout's) ran a fifth of them;
+// generator 2 first flips a coin and on heads draws a whole number of groups, so at least half of
+// the random gemm cases run on such a backend.
+Case random_case(Rng& r, int generator) {
   const int64_t op = r.range(0, 99);
   if (op < 8) {
     const int64_t kh = r.range(1, 4);
@@ -201,7 +235,9 @@ Case random_case(Rng& r) {
   }
   int64_t k;
   const int64_t pick_k = r.range(0, 9);
-  if (pick_k < 2) {
+  if (generator >= 2 && r.chance(500)) {
+    k = 32 * (r.chance(900) ? r.range(1, 96) : r.range(257, 375));  // up to 3072, or past 8192
+  } else if (pick_k < 2) {
     k = r.range(1, 32);  // one group
   } else if (pick_k < 5) {
     do { k = r.range(33, 3000); } while (k % 32 == 0);
@@ -223,12 +259,12 @@ Case random_case(Rng& r) {
 
 std::vector<Case> generate_cases(const CaseOptions& o) {
   CaseList out;
-  if (o.sweep == Sweep::full) add_full_sweep(out);
-  if (o.sweep == Sweep::quick) add_quick_sweep(out);
-  if (o.sweep == Sweep::exhaustive) add_exhaustive_sweep(out);
+  if (o.sweep == Sweep::full) add_full_sweep(out, o.model_shapes);
+  if (o.sweep == Sweep::quick) add_quick_sweep(out, o.model_shapes);
+  if (o.sweep == Sweep::exhaustive) add_exhaustive_sweep(out, o.model_shapes);
   Rng r(case_seed(o.seed, "random-shapes"));
   for (int i = 0, tries = 0; i < o.random_cases && tries < 100 * (o.random_cases + 1); ++tries) {
-    Case c = random_case(r);
+    Case c = random_case(r, o.generator);
     c.random = true;
     if (out.add(c)) ++i;
   }

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "conformance/conformance.h"
+#include "conformance/explain.h"
 
 namespace twinbit::conformance::detail {
 
@@ -48,6 +49,13 @@ class PreparedCase {
   // What was checked: "all 257 columns", "sampled 98 of 5000 columns", "rows 0, 1, 16 of 33".
   const std::string& checked() const { return checked_; }
   bool sampled() const { return sampled_; }
+  // Runs the case once on `backend` and searches the deviations that reproduce its outputs
+  // (explain.h); by default "cannot be explained" for the op.
+  virtual Explanation explain(const Backend& backend) const;
+  // The inputs and expected outputs, for dump_case; by default none (the op cannot be dumped).
+  virtual std::vector<DumpArray> arrays() const { return {}; }
+  // Extra fields of case.json beyond the shape (e.g. "nsplit": 16), as JSON members text.
+  virtual std::string dump_params() const { return ""; }
 
  protected:
   std::string checked_;

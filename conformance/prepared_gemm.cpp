@@ -6,6 +6,7 @@
 
 #include <tbb/parallel_for.h>
 
+#include "conformance/deviations.h"
 #include "conformance/guards/guarded_buffer.h"
 #include "conformance/inputs.h"
 #include "conformance/prepared.h"
@@ -157,6 +158,13 @@ class GemmCase final : public PreparedCase {
     return rows;
   }
 
+  Explanation explain(const Backend& b) const override;
+  std::vector<DumpArray> arrays() const override;
+  std::string dump_params() const override {
+    return Format("{\"n_total\": %lld, \"nsplit\": %lld, \"ldx\": %lld}", (long long)c_.n,
+                  (long long)split_plan(c_.n, c_.k), (long long)ldx_);
+  }
+
   void describe_batch() {
     std::string s = "rows";
     for (int64_t r : batch_rows()) s += Format(" %lld", (long long)r);
@@ -218,6 +226,127 @@ class GemmCase final : public PreparedCase {
   std::vector<int8_t> xq_;
   std::vector<int64_t> cols_;  // reference columns (empty = all)
 };
+
+// The backend's outputs of one call, then every deviation on the checked elements: the ones the
+// backend got wrong first (a wrong deviation usually fails there at once), then all the others.
+Explanation GemmCase::explain(const Backend& b) const {
+  Explanation e;
+  e.checked = checked_;
+  if (c_.kind != CaseKind::gemm) {
+    e.not_explained = "a batch-invariance case compares the backend with itself: explain the gemm "
+                      "case of its shape instead";
+    return e;
+  }
+  tb_weights_view view{};
+  view.kind = TB_WEIGHTS_STRIPS;
+  view.strips = w_.view();
+  tb_op_desc d{};
+  d.op = TB_OP_GEMM;
+  d.prec = c_.prec;
+  d.mode = c_.mode;
+  d.m = c_.m;
+  d.n = c_.n;
+  d.k = c_.k;
+  std::vector<float> y;
+  Status s = b.supports(d);
+  if (s.ok()) {
+    auto bound = b.bind(view);
+    std::unique_ptr<guards::GuardedBuffer> out;
+    Attempt scratch;
+    s = bound.ok() ? call(b, bound.value(), 0, c_.m, out, scratch) : bound.status();
+    if (s.ok()) y.assign(out->as<float>(), out->as<float>() + c_.m * ldy_);
+  }
+  if (!s.ok()) {
+    e.not_explained = "the backend did not compute it: " + s.to_string();
+    return e;
+  }
+  e.backend = compare_bits(y.data(), ldy_, yref_.data(), c_.n, c_.m, c_.n, cols_, "y");
+  if (e.backend.differing == 0) {
+    e.not_explained = "the backend's bits equal the reference's: nothing to explain";
+    return e;
+  }
+  std::vector<std::pair<int64_t, int64_t>> order, rest;  // (row, column)
+  for (int64_t r = 0; r < c_.m; ++r) {
+    const int64_t ncols = cols_.empty() ? c_.n : static_cast<int64_t>(cols_.size());
+    for (int64_t i = 0; i < ncols; ++i) {
+      const int64_t n = cols_.empty() ? i : cols_[static_cast<size_t>(i)];
+      const bool same = std::memcmp(&y[r * ldy_ + n], &yref_[r * c_.n + n], 4) == 0;
+      (same ? rest : order).emplace_back(r, n);
+    }
+  }
+  order.insert(order.end(), rest.begin(), rest.end());
+  const std::vector<Deviation> devs = gemm_deviations(c_.mode, c_.n, c_.k);
+  e.trials.resize(devs.size());
+  const tb_strips w = w_.view();
+  tbb::parallel_for(size_t{0}, devs.size(), [&](size_t t) {
+    DeviationTrial& trial = e.trials[t];
+    trial.deviation = devs[t];
+    trial.reproduces = true;
+    for (const auto& [r, n] : order) {
+      const float v = c_.mode == TB_ACT_F32
+          ? deviant_gemm_f32_at(w, x_.data() + r * ldx_, n, devs[t])
+          : deviant_gemm_i8_at(w, xq_.data() + r * ldxq_, xd_.data() + r * ldxd_, n, devs[t]);
+      if (std::memcmp(&v, &y[r * ldy_ + n], 4) != 0) {
+        trial.reproduces = false;
+        trial.first_miss = Format("y[%lld][%lld]", (long long)r, (long long)n);
+        break;
+      }
+    }
+  });
+  return e;
+}
+
+template <class T>
+DumpArray dump_array(const char* name, const char* dtype, const char* what,
+                     std::vector<int64_t> shape, const std::vector<T>& values) {
+  DumpArray a{name, dtype, what, std::move(shape), {}};
+  a.bytes.resize(values.size() * sizeof(T));
+  if (!values.empty()) std::memcpy(a.bytes.data(), values.data(), a.bytes.size());
+  return a;
+}
+
+// The weights unpacked (codes per (n, k), padding included; scales as exact floats), the
+// activations without their slack, and the expected output on the checked columns.
+std::vector<DumpArray> GemmCase::arrays() const {
+  if (c_.kind != CaseKind::gemm) return {};
+  const tb_strips w = w_.view();
+  const int64_t kp = pad32(c_.k), ng = kp / 32;
+  std::vector<int8_t> codes(static_cast<size_t>(c_.n * kp));
+  std::vector<float> scales(static_cast<size_t>(c_.n * ng));
+  for (int64_t n = 0; n < c_.n; ++n) {
+    for (int64_t k = 0; k < kp; ++k) codes[n * kp + k] = static_cast<int8_t>(ref::weight_code(w, n, k));
+    for (int64_t g = 0; g < ng; ++g) scales[n * ng + g] = ref::weight_scale(w, n, g);
+  }
+  std::vector<DumpArray> out;
+  out.push_back(dump_array("w_codes", "|i1", "weight codes [N][Kp] (code 0 past K)", {c_.n, kp}, codes));
+  out.push_back(dump_array("w_scales", "<f4", "weight scales [N][Kp/32], the fp16 scales as floats", {c_.n, ng}, scales));
+  std::vector<float> x(static_cast<size_t>(c_.m * c_.k));
+  for (int64_t r = 0; r < c_.m; ++r) std::memcpy(&x[r * c_.k], &x_[r * ldx_], static_cast<size_t>(c_.k) * 4);
+  out.push_back(dump_array("x", "<f4", "activations [M][K]", {c_.m, c_.k}, x));
+  if (c_.mode == TB_ACT_I8) {
+    std::vector<int8_t> xq(static_cast<size_t>(c_.m * kp));
+    std::vector<float> xd(static_cast<size_t>(c_.m * ng));
+    for (int64_t r = 0; r < c_.m; ++r) {
+      std::memcpy(&xq[r * kp], &xq_[r * ldxq_], static_cast<size_t>(kp));
+      std::memcpy(&xd[r * ng], &xd_[r * ldxd_], static_cast<size_t>(ng) * 4);
+    }
+    out.push_back(dump_array("xq", "|i1", "quantised activations [M][Kp] (the gemm's input in mode i8)", {c_.m, kp}, xq));
+    out.push_back(dump_array("xd", "<f4", "activation scales [M][Kp/32]", {c_.m, ng}, xd));
+  }
+  std::vector<int64_t> cols = cols_;
+  if (cols.empty()) {
+    for (int64_t n = 0; n < c_.n; ++n) cols.push_back(n);
+  }
+  std::vector<float> y(static_cast<size_t>(c_.m) * cols.size());
+  for (int64_t r = 0; r < c_.m; ++r) {
+    for (size_t i = 0; i < cols.size(); ++i) y[r * cols.size() + i] = yref_[r * c_.n + cols[i]];
+  }
+  out.push_back(dump_array("columns", "<i8", "the output columns checked (and held by y_expected)",
+                           {static_cast<int64_t>(cols.size())}, cols));
+  out.push_back(dump_array("y_expected", "<f4", "the reference's output [M][columns]",
+                           {c_.m, static_cast<int64_t>(cols.size())}, y));
+  return out;
+}
 
 }  // namespace
 

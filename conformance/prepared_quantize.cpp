@@ -1,8 +1,10 @@
 // quantize_i8 cases: activation rows with tiny and saturating groups, NaN and infinities, the
 // reference's codes and scales, one run compared byte for byte (codes) and bit for bit (scales).
 #include <cmath>
+#include <cstring>
 #include <limits>
 
+#include "conformance/deviations.h"
 #include "conformance/guards/guarded_buffer.h"
 #include "conformance/inputs.h"
 #include "conformance/prepared.h"
@@ -76,6 +78,62 @@ class QuantizeCase final : public PreparedCase {
 
   std::vector<InputHash> input_hashes() const override {
     return {{"x (activations)", hash_bytes(x_.data(), x_.size() * 4)}};
+  }
+
+  // One run of the backend, then each deviation of the quantiser over every row, codes and scales.
+  Explanation explain(const Backend& b) const override {
+    Explanation e;
+    e.checked = checked_;
+    if (!b.has_quantize_i8()) {
+      e.not_explained = "the backend has no quantize_i8 entry";
+      return e;
+    }
+    std::vector<int8_t> xq(static_cast<size_t>(c_.m * kp_));
+    std::vector<float> xd(static_cast<size_t>(c_.m * ng_));
+    tb_op_desc d{};
+    d.op = TB_OP_QUANTIZE_I8;
+    d.m = c_.m;
+    d.k = c_.k;
+    Status s = b.supports(d);
+    if (s.ok()) s = b.quantize_i8({c_.m, c_.k, x_.data(), ldx_, xq.data(), kp_, xd.data(), ng_});
+    if (!s.ok()) {
+      e.not_explained = "the backend did not compute it: " + s.to_string();
+      return e;
+    }
+    e.backend = compare_codes(xq.data(), kp_);
+    e.backend.merge(compare_bits(xd.data(), ng_, dref_.data(), ng_, c_.m, ng_, {}, "xd"));
+    if (e.backend.differing == 0) {
+      e.not_explained = "the backend's bits equal the reference's: nothing to explain";
+      return e;
+    }
+    for (const Deviation& dev : quantize_deviations()) {
+      std::vector<int8_t> q(xq.size());
+      std::vector<float> dd(xd.size());
+      deviant_quantize(c_.m, c_.k, x_.data(), ldx_, q.data(), kp_, dd.data(), ng_, dev);
+      DeviationTrial t{dev, true, ""};
+      for (size_t i = 0; i < q.size() && t.reproduces; ++i) {
+        if (q[i] != xq[i]) t = {dev, false, Format("xq[%lld][%lld]", (long long)(i / kp_), (long long)(i % kp_))};
+      }
+      for (size_t i = 0; i < dd.size() && t.reproduces; ++i) {
+        if (std::memcmp(&dd[i], &xd[i], 4) != 0) t = {dev, false, Format("xd[%lld][%lld]", (long long)(i / ng_), (long long)(i % ng_))};
+      }
+      e.trials.push_back(t);
+    }
+    return e;
+  }
+
+  std::vector<DumpArray> arrays() const override {
+    auto array = [](const char* name, const char* dtype, const char* what, std::vector<int64_t> shape,
+                    const void* data, size_t bytes) {
+      DumpArray a{name, dtype, what, std::move(shape), std::vector<uint8_t>(bytes)};
+      if (bytes) std::memcpy(a.bytes.data(), data, bytes);
+      return a;
+    };
+    std::vector<float> x(static_cast<size_t>(c_.m * c_.k));
+    for (int64_t r = 0; r < c_.m; ++r) std::memcpy(&x[r * c_.k], &x_[r * ldx_], static_cast<size_t>(c_.k) * 4);
+    return {array("x", "<f4", "activations [M][K] (NaN and infinities included)", {c_.m, c_.k}, x.data(), x.size() * 4),
+            array("xq_expected", "|i1", "the reference's codes [M][Kp]", {c_.m, kp_}, qref_.data(), qref_.size()),
+            array("xd_expected", "<f4", "the reference's scales [M][Kp/32]", {c_.m, ng_}, dref_.data(), dref_.size() * 4)};
   }
 
  private:

@@ -82,8 +82,8 @@ std::string format_text(const Report& r) {
                                                       : sanitize_untrusted(r.features).c_str());
   s += Format("  library    %s\n", r.library_version.c_str());
   s += Format("  date       %s\n", r.date.c_str());
-  s += Format("  seed       %llu (sweep %s, %d random cases)\n",
-              static_cast<unsigned long long>(r.seed), r.sweep.c_str(), r.random_cases);
+  s += Format("  seed       %llu (sweep %s, %d random cases, generator %d)\n",
+              static_cast<unsigned long long>(r.seed), r.sweep.c_str(), r.random_cases, r.generator);
   std::string order;
   for (const std::string& n : r.fallback_order) order += (order.empty() ? "" : ", ") + n;
   s += Format("  fallback   %s\n", order.empty() ? "(none)" : order.c_str());
@@ -113,7 +113,9 @@ std::string format_text(const Report& r) {
               t.crash + t.timeout > 0 ? Format(", %lld crash, %lld timeout", (long long)t.crash,
                                                (long long)t.timeout).c_str() : "",
               r.seconds);
-  s += Format("result: %s\n", r.passed() ? "PASS" : "FAIL");
+  // A pass over cases the backend declined says little: say how many it ran itself.
+  s += Format("result: %s (%lld of %lld cases ran on the backend)\n", r.passed() ? "PASS" : "FAIL",
+              (long long)(t.cases - t.unsupported), (long long)t.cases);
   return s;
 }
 
@@ -140,6 +142,7 @@ std::string format_json(const Report& r) {
   j["seed"] = r.seed;
   j["sweep"] = r.sweep;
   j["random_cases"] = r.random_cases;
+  j["generator"] = r.generator;
   j["fallback_order"] = r.fallback_order;
   j["seconds"] = r.seconds;
   const Totals& t = r.totals;
@@ -147,7 +150,7 @@ std::string format_json(const Report& r) {
                  {"unsupported", t.unsupported}, {"xfail", t.xfail}, {"xpass", t.xpass},
                  {"error", t.error}, {"crash", t.crash}, {"timeout", t.timeout},
                  {"fallback_failed", t.fallback_failed},
-                 {"sampled", t.sampled}};
+                 {"sampled", t.sampled}, {"ran_on_backend", t.cases - t.unsupported}};
   j["passed"] = r.passed();
   nlohmann::json cases = nlohmann::json::array();
   for (const CaseResult& c : r.results) {
@@ -287,6 +290,8 @@ std::string format_junit(const Report& r) {
   prop("seed", std::to_string(r.seed));
   prop("sweep", r.sweep);
   prop("random_cases", std::to_string(r.random_cases));
+  prop("generator", std::to_string(r.generator));
+  prop("ran_on_backend", std::to_string(t.cases - t.unsupported));
   s += "    </properties>\n";
   for (const CaseResult& c : r.results) {
     s += Format("    <testcase classname=\"%s.%s\" name=\"%s\" time=\"%.3f\"", xml_escape(suite).c_str(),

@@ -112,6 +112,7 @@ TEST_CASE("run_suites: several backends in one run, each case prepared once, giv
   CaseOptions co;
   co.seed = 5;
   co.sweep = Sweep::quick;
+  co.model_shapes = false;  // scalar backends, or covered by the conformance_cpu_* instances
   co.random_cases = 4;
   const std::vector<Case> cases = generate_cases(co);
   SuiteOptions so;
@@ -140,6 +141,7 @@ TEST_CASE("cpu backend, quick sweep + 12 random cases seed 3: every case equal")
   CaseOptions co;
   co.seed = 3;
   co.sweep = Sweep::quick;
+  co.model_shapes = false;  // scalar backends, or covered by the conformance_cpu_* instances
   co.random_cases = 12;
   const std::vector<Case> cases = generate_cases(co);
   SuiteOptions so;
@@ -159,6 +161,7 @@ TEST_CASE("example plugin via dlopen, quick sweep: equal, q4 i8 unsupported and 
   CHECK(has_tag(plugin->features(), "gemm.q4"));
   CaseOptions co;
   co.sweep = Sweep::quick;
+  co.model_shapes = false;  // scalar backends, or covered by the conformance_cpu_* instances
   co.random_cases = 0;
   const std::vector<Case> cases = generate_cases(co);
   int64_t q4_i8 = 0, quantize = 0;
@@ -256,6 +259,7 @@ TEST_CASE("broken_last_column on the quick sweep: differ count = gemm cases with
   Backend b = make(tb_backend_create_broken_last_column);
   CaseOptions co;
   co.sweep = Sweep::quick;
+  co.model_shapes = false;  // scalar backends, or covered by the conformance_cpu_* instances
   co.random_cases = 0;
   const std::vector<Case> cases = generate_cases(co);
   int64_t tails = 0;
