@@ -13,6 +13,12 @@
 #                   report fails the stage; tests/tsan.supp lists the system oneTBB's false reports
 #   python          `pip install .` into a venv (build-py/venv) with only what pyproject.toml
 #                   names from PyPI, then the pytest suite (python/tests) against build/bin/twinbit
+#   arm64           the CPU backend cross-compiled for aarch64 (build-arm64: the library and
+#                   tests/cpu, no command, no CUDA) and run under qemu-aarch64 on two CPU models,
+#                   one per aarch64 tag (cortex-a76: neon_dotprod and neon; cortex-a53: neon
+#                   only): the CPU unit tests (tb_expf's sample included), the conformance quick
+#                   sweep on every tag, and the fixed cases' output hashes, which must equal
+#                   those of the x86-64 build (build/bin/twinbit_cpu_check hashes)
 # Measured stage times are recorded in docs/results/ci-stages.md.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -57,6 +63,8 @@ TWINBIT_CLI="$root/build/bin/twinbit" build-py/venv/bin/python -m pytest -q -p n
 # stack traces keep function names, files and lines.
 sanitizer_flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG"
                  "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG")
+stage arm64
+scripts/arm64_check.sh
 stage asan-build
 cmake -S . -B build-asan "${sanitizer_flags[@]}" -DTWINBIT_SANITIZE=ON \
       -DTWINBIT_CUDA=OFF -DTWINBIT_BENCH=OFF >build-asan.log 2>&1 || { tail -30 build-asan.log; exit 1; }

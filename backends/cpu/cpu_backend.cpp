@@ -49,14 +49,14 @@ Context* ctx_of(void* c) { return static_cast<Context*>(c); }
 
 Status subnormal_check(const char* where) {
   unsigned csr = 0;
-  if (mxcsr_flushes_subnormals(&csr)) {
-    return Error(TB_FAILED_PRECONDITION, "cpu backend: MXCSR = 0x%04x has FTZ or DAZ set %s; the "
-                 "numerics contract keeps subnormals (clear bits 15 and 6)", csr, where);
+  if (fp_env_flushes_subnormals(&csr)) {
+    return Error(TB_FAILED_PRECONDITION, "cpu backend: %s", fp_env_flush_message(csr, where).c_str());
   }
   return Status();
 }
 
-// Runs body(range...) inside the arena; every worker chunk checks MXCSR first.
+// Runs body(range...) inside the arena; every worker chunk checks the FP environment first
+// (MXCSR, FPCR).
 // Under ThreadSanitizer the region marks the two edges the uninstrumented oneTBB gives: this
 // thread's writes before the region happen before every chunk, and every chunk before the return
 // (core/tsan_edges.h). Chunks get no edge between them, so a race between chunks is still seen.
@@ -68,7 +68,7 @@ Status run_parallel(Context& c, const Range& range, const Body& body) {
   c.arena->execute([&] {
     tbb::parallel_for(range, [&](const Range& r) {
       TWINBIT_TSAN_ACQUIRE(&spawned);
-      if (mxcsr_flushes_subnormals(nullptr)) {
+      if (fp_env_flushes_subnormals(nullptr)) {
         flushed.store(true, std::memory_order_relaxed);
       } else {
         body(r);

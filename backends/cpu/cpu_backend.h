@@ -31,7 +31,8 @@
 // decode, burst prefetches, L1 prefetches) were removed (docs/results/cpu-kernel-choices.md).
 //
 // Subnormals: the contract forbids flush-to-zero. Creation and every operation (inside the
-// arena, on each worker) check MXCSR; FTZ or DAZ set gives FAILED_PRECONDITION.
+// arena, on each worker) check MXCSR (x86-64: FTZ or DAZ) or FPCR (aarch64: FZ, FZ16, FIZ, AH);
+// any of them set gives FAILED_PRECONDITION.
 //
 // Thread safety: every operation may be called concurrently from several host threads (each
 // enters the shared arena); bind/release must not race with an operation on the same handle.

@@ -1,15 +1,21 @@
+// The tags' names (every architecture) and the x86-64 detection; aarch64's detection is
+// cpu_isa_aarch64.cpp (each file's architecture-specific part compiles on its architecture only).
 #include "backends/cpu/cpu_isa.h"
 
+#if defined(__x86_64__)
 #include "backends/cpu/cpu_amx.h"
 
 #include <cpuid.h>
 #include <xmmintrin.h>
+#endif
 
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 
 namespace twinbit::cpu {
 
+#if defined(__x86_64__)
 namespace {
 
 struct CpuFeatures {
@@ -55,6 +61,7 @@ const CpuFeatures& features() {
 }
 
 }  // namespace
+#endif  // __x86_64__
 
 const char* isa_name(Isa isa) {
   switch (isa) {
@@ -63,10 +70,13 @@ const char* isa_name(Isa isa) {
     case Isa::kAvx512bw: return "avx512bw";
     case Isa::kAvx512vnni: return "avx512vnni";
     case Isa::kAmx: return "amx";
+    case Isa::kNeon: return "neon";
+    case Isa::kNeonDotprod: return "neon_dotprod";
   }
   return "unknown";
 }
 
+#if defined(__x86_64__)
 std::vector<Isa> compiled_isas() {
   return {Isa::kAmx, Isa::kAvx512vnni, Isa::kAvx512bw, Isa::kFma3Avx2, Isa::kSse2};
 }
@@ -81,9 +91,10 @@ bool isa_runnable(Isa isa) {
     case Isa::kAvx512bw: return avx512;
     case Isa::kAvx512vnni: return avx512 && f.avx512vnni && f.avx512vbmi;
     case Isa::kAmx: return isa_runnable(Isa::kAvx512vnni) && amx_os_ready();
+    default: return false;  // another architecture's tag
   }
-  return false;
 }
+#endif  // __x86_64__
 
 std::vector<Isa> runnable_isas() {
   std::vector<Isa> out;
@@ -102,6 +113,7 @@ std::string isa_names(const std::vector<Isa>& isas) {
   return s;
 }
 
+#if defined(__x86_64__)
 std::string cpu_model_name() {
   unsigned a = 0, b = 0, c = 0, d = 0;
   if (!__get_cpuid(0x80000000u, &a, &b, &c, &d) || a < 0x80000004u) return "x86-64 CPU";
@@ -118,10 +130,18 @@ std::string cpu_model_name() {
   return s.substr(first, last - first + 1);
 }
 
-bool mxcsr_flushes_subnormals(unsigned* out_mxcsr) {
+bool fp_env_flushes_subnormals(unsigned* out_bits) {
   const unsigned csr = _mm_getcsr();
-  if (out_mxcsr) *out_mxcsr = csr;
+  if (out_bits) *out_bits = csr;
   return (csr & 0x8000u) != 0 || (csr & 0x0040u) != 0;  // FTZ bit 15, DAZ bit 6
 }
+
+std::string fp_env_flush_message(unsigned bits, const char* where) {
+  char text[160];
+  std::snprintf(text, sizeof text, "MXCSR = 0x%04x has FTZ or DAZ set %s; the numerics contract "
+                "keeps subnormals (clear bits 15 and 6)", bits, where);
+  return text;
+}
+#endif  // __x86_64__
 
 }  // namespace twinbit::cpu

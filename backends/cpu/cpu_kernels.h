@@ -106,10 +106,15 @@ struct KernelTable {
 // The table of one tag; instantiated in isa/kernels_<tag>.cpp with that tag's flags.
 template <Isa I>
 KernelTable make_kernel_table();
+#if defined(__x86_64__)
 extern template KernelTable make_kernel_table<Isa::kSse2>();
 extern template KernelTable make_kernel_table<Isa::kFma3Avx2>();
 extern template KernelTable make_kernel_table<Isa::kAvx512bw>();
 extern template KernelTable make_kernel_table<Isa::kAvx512vnni>();
+#elif defined(__aarch64__)
+extern template KernelTable make_kernel_table<Isa::kNeon>();
+extern template KernelTable make_kernel_table<Isa::kNeonDotprod>();
+#endif
 
 // The table of a tag this build compiled (any tag of compiled_isas()). The caller must check
 // isa_runnable() before calling into it.

@@ -508,7 +508,7 @@ void quantize(int64_t k, const float* x, int64_t ldx, int8_t* xq, int64_t ldxq, 
       } else {
         const F db(d), lo(-127.0f), hi(127.0f), zero(0.0f);
         for (int b = 0; b < V; ++b) {
-          const F r = xsimd::nearbyint(F::load_aligned(v + b * W) / db);
+          const F r = xsimd::nearbyint(div_exact<I>(F::load_aligned(v + b * W), db));
           const F code = xsimd::select(r == r, xsimd::min(xsimd::max(r, lo), hi), zero);
           xsimd::to_int(code).store_aligned(q + b * W);
         }

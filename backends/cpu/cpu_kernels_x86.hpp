@@ -3,7 +3,7 @@
 // mode (group_dots). Each has a generic path valid on every tag and, inside `if constexpr`, a
 // fast path for the tags whose instructions xsimd 8.1 cannot name (VBMI byte permutes, VNNI).
 // Both fast paths compute exactly what the generic path computes: a permutation of bytes, or an
-// int32 sum (exact in any order).
+// int32 sum (exact in any order). The aarch64 tags' group dots are cpu_kernels_arm.hpp.
 #pragma once
 
 #include <cstdint>
@@ -12,13 +12,23 @@
 
 #include "backends/cpu/cpu_simd.h"
 #include <twinbit/backend.h>
+#if defined(__aarch64__)
+#include "backends/cpu/cpu_kernels_arm.hpp"
+#endif
 
 namespace twinbit::cpu::detail {
 
 // One software prefetch of the line at a, into L2 only (T1): an L1 prefetch would hold one of the
 // core's few L1 miss buffers for the whole DRAM round trip, an L2 prefetch does not, so more
-// lines are in flight (measured: docs/results/cpu-kernel-choices.md).
-inline void prefetch_line(const char* a) { _mm_prefetch(a, _MM_HINT_T1); }
+// lines are in flight (measured: docs/results/cpu-kernel-choices.md). On aarch64 the same hint is
+// PRFM PLDL2KEEP (GCC's locality 2); its distance there is unmeasured.
+inline void prefetch_line(const char* a) {
+#if defined(__x86_64__)
+  _mm_prefetch(a, _MM_HINT_T1);
+#else
+  __builtin_prefetch(a, 0, 2);
+#endif
+}
 
 // ---- avx512vnni: VBMI byte transpose of a tile for the F32 mode ------------------------------
 // A q8 tile is 16 zmm registers, register r = columns 2r, 2r+1 (byte = (c & 1) * 32 + k). The
@@ -336,6 +346,18 @@ inline void group_dots(const uint8_t* tile, tb_prec prec, const int8_t* const* x
     unpack_q4_tile<I>(tile, unpacked);
     cm = unpacked;
   }
+#if defined(__aarch64__)
+  if constexpr (kIsNeon<I>) {
+    for (int r = 0; r < NR; ++r) {
+      if constexpr (I == Isa::kNeonDotprod) {
+        group_dot_row_sdot(cm, xr[r] + g * 32, isum[r]);
+      } else {
+        group_dot_row_neon(cm, xr[r] + g * 32, isum[r]);
+      }
+    }
+    return;
+  }
+#endif
   for (int r = 0; r < NR; ++r) {
     const int8_t* a = xr[r] + g * 32;
     for (int c = 0; c < 32; ++c) {

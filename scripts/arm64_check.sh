@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# The aarch64 CPU backend under emulation (the test suite's arm64 stage; docs/BACKENDS.md): cross
+# builds the library and tests/cpu with Debian's aarch64 toolchain into build-arm64, then runs,
+# under qemu-aarch64 on each CPU model below, the CPU unit tests, the conformance quick sweep
+# (every tag that model runs) and the fixed cases' output hashes, compared with the x86-64 build's.
+# Usage: scripts/arm64_check.sh [NATIVE_BUILD_DIR]   (default build; its bin/twinbit_cpu_check
+#        gives the x86-64 hashes and is built here when missing)
+# Environment: TWINBIT_ARM64_CASES, the conformance run's random cases on top of the quick sweep
+# (default 12: the stage's time is in docs/results/ci-stages.md).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+native=${1:-build}
+cases=${TWINBIT_ARM64_CASES:-12}
+jobs=$(nproc 2>/dev/null || echo 2)
+scripts/deps.sh --arm64
+launcher=()
+if command -v ccache >/dev/null; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache); fi
+log=build-arm64.log
+t0=$SECONDS
+cmake -S . -B build-arm64 -DCMAKE_TOOLCHAIN_FILE=cmake/toolchains/aarch64-linux-gnu.cmake \
+      -DCMAKE_BUILD_TYPE=Release "${launcher[@]}" -DTWINBIT_CUDA=OFF -DTWINBIT_CLI=OFF \
+      -DTWINBIT_TESTS=OFF -DTWINBIT_BENCH=OFF -DTWINBIT_SHARED=OFF -DTWINBIT_EXAMPLES=OFF \
+      -DTWINBIT_CPU_TESTS=ON >"$log" 2>&1 || { tail -30 "$log"; exit 1; }
+cmake --build build-arm64 -j"$jobs" --target twinbit_cpu_tests twinbit_cpu_check >>"$log" 2>&1 ||
+  { grep -E "error" "$log" | head -30; exit 1; }
+echo "arm64: cross build $((SECONDS - t0)) s"
+if [ ! -x "$native/bin/twinbit_cpu_check" ]; then
+  cmake --build "$native" -j"$jobs" --target twinbit_cpu_check >>"$log" 2>&1 ||
+    { grep -E "error" "$log" | head -30; exit 1; }
+fi
+"$native/bin/twinbit_cpu_check" hashes >build-arm64/hashes-x86_64.txt
+
+# cortex-a76 has the dot-product instructions (both tags run), cortex-a53 has not (neon only):
+# each model must offer exactly the tags listed, so neither tag can drop out of the stage unseen.
+for model in cortex-a76:neon_dotprod,neon cortex-a53:neon; do
+  cpu=${model%%:*}
+  tags=${model#*:}
+  emulate=(taskset -c 0 qemu-aarch64 -L /usr/aarch64-linux-gnu -cpu "$cpu")
+  t0=$SECONDS
+  "${emulate[@]}" build-arm64/bin/twinbit_cpu_tests --test-suite-exclude=slow* --no-version \
+      --minimal >build-arm64/tests-$cpu.txt 2>&1 || { cat build-arm64/tests-$cpu.txt; exit 1; }
+  "${emulate[@]}" build-arm64/bin/twinbit_cpu_check conformance --cases "$cases" \
+      >build-arm64/conformance-$cpu.txt 2>&1 || { cat build-arm64/conformance-$cpu.txt; exit 1; }
+  head -1 build-arm64/conformance-$cpu.txt
+  if ! head -1 build-arm64/conformance-$cpu.txt | grep -q "on tags ${tags//,/, }\$"; then
+    echo "arm64: $cpu should run exactly the tags ${tags//,/, }" >&2
+    exit 1
+  fi
+  "${emulate[@]}" build-arm64/bin/twinbit_cpu_check hashes >build-arm64/hashes-$cpu.txt
+  if ! diff build-arm64/hashes-x86_64.txt build-arm64/hashes-$cpu.txt; then
+    echo "arm64: the output hashes on $cpu differ from x86-64's (above: < x86-64, > aarch64)" >&2
+    exit 1
+  fi
+  echo "arm64: $cpu ($tags): unit tests, conformance, $(wc -l <build-arm64/hashes-$cpu.txt) hashes equal to x86-64's: $((SECONDS - t0)) s"
+done
