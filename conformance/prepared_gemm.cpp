@@ -91,17 +91,9 @@ class GemmCase final : public PreparedCase {
 
   Attempt run(const Backend& b) const override {
     Attempt a;
-    tb_weights_view view{};
-    view.kind = TB_WEIGHTS_STRIPS;
-    view.strips = w_.view();
+    const tb_weights_view view = weights_view();
     // Ask first, so an unclaimed case is "unsupported" even when binding would also refuse.
-    tb_op_desc d{};
-    d.op = TB_OP_GEMM;
-    d.prec = c_.prec;
-    d.mode = c_.mode;
-    d.m = c_.m;
-    d.n = c_.n;
-    d.k = c_.k;
+    tb_op_desc d = op_desc();
     if (a.status = b.supports(d); !a.status.ok()) return a;
     if (c_.kind == CaseKind::batch_invariance) {  // the rows are also run alone: ask for M = 1 too
       d.m = 1;
@@ -172,6 +164,25 @@ class GemmCase final : public PreparedCase {
   }
 
  private:
+  tb_weights_view weights_view() const {
+    tb_weights_view view{};
+    view.kind = TB_WEIGHTS_STRIPS;
+    view.strips = w_.view();
+    return view;
+  }
+
+  // The case as supports() sees it.
+  tb_op_desc op_desc() const {
+    tb_op_desc d{};
+    d.op = TB_OP_GEMM;
+    d.prec = c_.prec;
+    d.mode = c_.mode;
+    d.m = c_.m;
+    d.n = c_.n;
+    d.k = c_.k;
+    return d;
+  }
+
   // Runs rows [row0, row0 + m) into a fresh canary-filled, guarded y [m][ldy]; checks the row
   // slack and the bands around y; adds what was written to the attempt's output hash.
   Status call(const Backend& b, const BoundWeights& w, int64_t row0, int64_t m,
@@ -237,16 +248,8 @@ Explanation GemmCase::explain(const Backend& b) const {
                       "case of its shape instead";
     return e;
   }
-  tb_weights_view view{};
-  view.kind = TB_WEIGHTS_STRIPS;
-  view.strips = w_.view();
-  tb_op_desc d{};
-  d.op = TB_OP_GEMM;
-  d.prec = c_.prec;
-  d.mode = c_.mode;
-  d.m = c_.m;
-  d.n = c_.n;
-  d.k = c_.k;
+  const tb_weights_view view = weights_view();
+  const tb_op_desc d = op_desc();
   std::vector<float> y;
   Status s = b.supports(d);
   if (s.ok()) {

@@ -197,34 +197,6 @@ std::string format_json(const Report& r) {
 }
 
 namespace {
-// Length of the well-formed UTF-8 sequence at in[i] (1..4), or 0 when the bytes there are not one
-// (a stray continuation byte, a truncated or overlong sequence, a surrogate, past U+10FFFF).
-size_t utf8_sequence(const std::string& in, size_t i, uint32_t& cp) {
-  const auto b = [&](size_t j) { return static_cast<uint8_t>(in[j]); };
-  const uint8_t c = b(i);
-  size_t len = 0;
-  if (c < 0x80) {
-    cp = c;
-    return 1;
-  } else if (c >= 0xc2 && c <= 0xdf) {
-    len = 2, cp = c & 0x1f;
-  } else if (c >= 0xe0 && c <= 0xef) {
-    len = 3, cp = c & 0x0f;
-  } else if (c >= 0xf0 && c <= 0xf4) {
-    len = 4, cp = c & 0x07;
-  } else {
-    return 0;
-  }
-  if (i + len > in.size()) return 0;
-  for (size_t j = 1; j < len; ++j) {
-    if ((b(i + j) & 0xc0) != 0x80) return 0;
-    cp = (cp << 6) | (b(i + j) & 0x3f);
-  }
-  const uint32_t min[] = {0, 0, 0x80, 0x800, 0x10000};
-  if (cp < min[len] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return 0;
-  return len;
-}
-
 // Text for an XML attribute value: the five markup characters escaped; tab, newline and carriage
 // return as character references (an attribute would otherwise fold them into spaces); bytes
 // that are not UTF-8 and characters XML 1.0 forbids (other control characters, U+FFFE, U+FFFF)
@@ -233,7 +205,7 @@ std::string xml_escape(const std::string& in) {
   std::string out;
   for (size_t i = 0; i < in.size();) {
     uint32_t cp = 0;
-    const size_t len = utf8_sequence(in, i, cp);
+    const size_t len = guards::utf8_sequence(in, i, cp);
     if (len == 0 || (cp < 0x20 && cp != '\t' && cp != '\n' && cp != '\r') || cp == 0xfffe ||
         cp == 0xffff) {
       out += "\xef\xbf\xbd";  // U+FFFD

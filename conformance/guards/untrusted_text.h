@@ -5,6 +5,8 @@
 // terminal, valid in JSON and (after the usual markup escaping) in XML 1.0.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <string>
 
 namespace twinbit::conformance::guards {
@@ -17,5 +19,10 @@ namespace twinbit::conformance::guards {
 //   terminal shows) -> \u{XXXX};
 // - longer than `max_bytes`: cut at a character boundary, " [... N more bytes]" appended.
 std::string sanitize_untrusted(const std::string& in, size_t max_bytes = 2000);
+
+// Length of the well-formed UTF-8 sequence at in[i] (1..4) with its code point in `cp`, or 0 when
+// the bytes there are not one (a stray continuation byte, a truncated or overlong sequence, a
+// surrogate, past U+10FFFF). The JUnit writer's XML escaping walks text with it too.
+size_t utf8_sequence(const std::string& in, size_t i, uint32_t& cp);
 
 }  // namespace twinbit::conformance::guards
