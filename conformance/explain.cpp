@@ -112,6 +112,15 @@ Status dump_case(const Case& c, uint64_t seed, double budget, const std::string&
     return Error(TB_INVALID_ARGUMENT, "--dump: cannot create the directory %s: %s", dir.c_str(),
                  std::strerror(errno));
   }
+  // Checked before anything is written: a dump never replaces a file (an earlier dump included).
+  std::vector<std::string> names = {"case.json"};
+  for (const DumpArray& a : arrays) names.push_back(a.name + ".npy");
+  for (const std::string& name : names) {
+    if (stat((dir + "/" + name).c_str(), &st) == 0) {
+      return Error(TB_INVALID_ARGUMENT, "--dump: %s/%s already exists; give a new or empty directory",
+                   dir.c_str(), name.c_str());
+    }
+  }
   nlohmann::json j;
   j["case"] = c.name();
   j["seed"] = seed;

@@ -99,6 +99,10 @@ PY
 else
   bad "--dump: $(head -c 300 "$dir/err")"
 fi
+before=$(md5sum "$dir/dump/case.json" 2>/dev/null)
+"$tb" conformance --dump gemm_q4_i8_M3_N33_K96 "$dir/dump" >"$dir/out" 2>"$dir/err"
+[ $? = 1 ] && grep -q "already exists" "$dir/err" && [ "$(md5sum "$dir/dump/case.json")" = "$before" ] \
+  && pass "--dump into a directory holding a dump: refused, nothing replaced" || bad "--dump twice: $(head -c 300 "$dir/err")"
 "$tb" conformance --dump gdn_delta_VH2_KH1_KD3_VD5 "$dir/dump2" >"$dir/out" 2>"$dir/err"
 [ $? = 1 ] && grep -q "only gemm and quantize_i8" "$dir/err" && [ ! -e "$dir/dump2/case.json" ] \
   && pass "--dump of a gdn case: refused, nothing written" || bad "--dump gdn: $(head -c 300 "$dir/err")"
