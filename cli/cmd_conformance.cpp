@@ -59,7 +59,7 @@ int run_worker_mode(const ConformanceOptions& o, BackendSpec spec, conformance::
     conformance::isolation::worker_fatal(kResultFd, backend.status(), exit_code);
     return exit_code;
   }
-  if (o.sweep == "exhaustive") so.reference_budget = 0;
+  if (o.sweep == "exhaustive") so.reference_budget = conformance::kExhaustiveReferenceBudget;
   return conformance::isolation::run_worker(backend.value(), so, 0, kResultFd);
 }
 
@@ -192,9 +192,9 @@ int run_conformance(const ConformanceOptions& o) {
              : o.sweep == "none"       ? Sweep::none
              : o.sweep == "exhaustive" ? Sweep::exhaustive
                                        : Sweep::full;
-  // An exhaustive run checks every column: a sampled reference would leave columns the backends'
-  // own sweeps used to check.
-  if (co.sweep == Sweep::exhaustive) so.reference_budget = 0;
+  // An exhaustive run checks every column (a sampled reference would leave columns the backends'
+  // own sweeps used to check), but in the vocabulary's prefill (kExhaustiveReferenceBudget).
+  if (co.sweep == Sweep::exhaustive) so.reference_budget = kExhaustiveReferenceBudget;
   std::vector<Case> cases = generate_cases(co);
   if (o.support) {
     const std::vector<SupportProbe> probes = probe_support(backends.front());
@@ -339,7 +339,7 @@ Command add_conformance(CLI::App& root) {
   app->add_option("--cases", opt->cases, "Number of random cases (besides the sweep)")->capture_default_str();
   app->add_option("--sweep", opt->sweep,
                   "Fixed sweep: full (thinned pairwise), quick (a small subset), none, or\n"
-                  "exhaustive (the whole M x N x K product, every column checked: slow)")
+                  "exhaustive (the whole M x N x K product, every column checked but in the vocabulary's\nprefill: slow)")
       ->check(CLI::IsMember({"full", "quick", "none", "exhaustive"}))->capture_default_str();
   app->add_option("--filter", opt->filter, "Only cases whose name matches this glob, e.g. 'gemm_q4_*'");
   app->add_option("--expected", opt->expected,

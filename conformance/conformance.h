@@ -100,6 +100,12 @@ enum class Sweep {
 //   2  K a whole number of groups for at least half of the random gemm cases.
 constexpr int kGeneratorVersion = 2;
 
+// The exhaustive sweep's reference budget: every column of every case is checked except in the
+// vocabulary's prefill (M 32 x N 151936 x K 2048 = 1e10 multiply-adds, checked on a 1e9 sample:
+// computed whole, its 8 cases cost minutes of scalar reference). The largest case of the sweeps'
+// grids, 64 x 1000 x 6144, is 3.9e8.
+constexpr double kExhaustiveReferenceBudget = 1e9;
+
 struct CaseOptions {
   uint64_t seed = 1;
   int generator = kGeneratorVersion;  // 1 or 2
@@ -208,7 +214,8 @@ struct SuiteOptions {
   // name equals the backend under test are skipped.
   std::vector<BackendEntry> fallback_order;
   // Reference multiply-adds per case above which the reference is computed on sampled columns;
-  // 0 = never sample: every column of every case is checked (the exhaustive sweep's runs).
+  // 0 = never sample: every column of every case is checked. Exhaustive runs use
+  // kExhaustiveReferenceBudget.
   double reference_budget = 3e7;
   // Runs every case that succeeded once more from two threads at once; all runs must give the
   // same bits (judge.h). Off only for long sweeps whose determinism a quick run already checks:
