@@ -31,6 +31,7 @@ struct ConformanceOptions {
   std::string isolation = "auto", log;
   double case_timeout = 60;
   bool no_repeat = false;
+  bool no_model_shapes = false;
   bool worker = false;  // internal: this process is an isolated run's worker (isolation.h)
 };
 
@@ -188,6 +189,7 @@ int run_conformance(const ConformanceOptions& o) {
   co.seed = o.seed;
   co.random_cases = o.cases;
   co.generator = o.generator;
+  co.model_shapes = !o.no_model_shapes;
   co.sweep = o.sweep == "quick"        ? Sweep::quick
              : o.sweep == "none"       ? Sweep::none
              : o.sweep == "exhaustive" ? Sweep::exhaustive
@@ -268,7 +270,8 @@ int run_conformance(const ConformanceOptions& o) {
     const BackendSpec& spec = running[b];
     rep.source = spec.is_plugin() ? "plugin " + spec.to_string() : "built in, " + spec.to_string();
     rep.sweep = o.sweep + (o.filter.empty() ? "" : ", filter " + o.filter) +
-                (isolate ? ", isolated" : "") + (o.no_repeat ? ", no repeat" : "");
+                (isolate ? ", isolated" : "") + (o.no_repeat ? ", no repeat" : "") +
+                (o.no_model_shapes ? ", no model shapes" : "");
     rep.random_cases = o.cases;
     rep.generator = o.generator;
     std::fputs(format_text(rep).c_str(), stdout_taken ? stderr : stdout);
@@ -359,6 +362,10 @@ Command add_conformance(CLI::App& root) {
   app->add_flag("--no-repeat", opt->no_repeat,
                 "Run each case once: no repeat from two threads (it triples the backend's calls;\n"
                 "for long sweeps whose determinism a quick run already checks)");
+  app->add_flag("--no-model-shapes", opt->no_model_shapes,
+                "Leave out the model sweep (the target model's projections, up to the vocabulary's\n"
+                "311 M weights: drawing their inputs is most of a quick run's time); for emulated\n"
+                "and sanitizer runs whose other instances keep it");
   app->add_option("--log", opt->log, "Write a live log here: one line per finished case, flushed at once");
   app->add_flag("--worker", opt->worker, "(internal) the worker of an isolated run")->group("");
   app->add_option("--generator", opt->generator,
