@@ -55,10 +55,8 @@ namespace twinbit::conformance {
 
 // --- backends ------------------------------------------------------------------------------
 // Backends are named and created by the core (core/backend_spec.h, core/registry.h); the suite
-// reads the capability tags each one declares in describe().features.
-
-std::vector<std::string> split_tags(const std::string& features);
-bool has_tag(const std::string& features, const std::string& tag);
+// reads the capability tags each one declares in describe().features (split_feature_tags,
+// has_feature_tag: core/backend.hpp).
 
 // --- cases ---------------------------------------------------------------------------------
 

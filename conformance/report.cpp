@@ -87,7 +87,7 @@ std::string format_text(const Report& r) {
   std::string order;
   for (const std::string& n : r.fallback_order) order += (order.empty() ? "" : ", ") + n;
   s += Format("  fallback   %s\n", order.empty() ? "(none)" : order.c_str());
-  if (has_tag(r.features, "reference")) {
+  if (has_feature_tag(r.features, "reference")) {
     s += "  note       this backend declares the tag \"reference\": its kernels are the scalar\n"
          "             reference itself, so equality here checks the plumbing, not new kernels\n";
   }
@@ -136,7 +136,7 @@ std::string format_json(const Report& r) {
   j["report"] = "twinbit-conformance";
   j["format_version"] = 1;
   j["backend"] = {{"name", r.backend}, {"source", r.source}, {"device", r.device},
-                  {"features", split_tags(r.features)}};
+                  {"features", split_feature_tags(r.features)}};
   j["library"] = r.library_version;
   j["date"] = r.date;
   j["seed"] = r.seed;

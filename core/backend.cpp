@@ -1,5 +1,6 @@
 #include "core/backend.hpp"
 
+#include <sstream>
 #include <utility>
 
 #include "core/error_buffer.h"
@@ -217,6 +218,25 @@ Status Backend::quantize_i8(const tb_quantize_args& args) const {
   ref::quantize_activations(args.m, args.k, args.x, args.ldx, args.xq, args.ldxq, args.xd,
                             args.ldxd);
   return Status();
+}
+
+std::vector<std::string> split_feature_tags(const std::string& features) {
+  std::vector<std::string> tags;
+  std::stringstream in(features);
+  std::string t;
+  while (std::getline(in, t, ',')) {
+    const size_t b = t.find_first_not_of(' ');
+    const size_t e = t.find_last_not_of(' ');
+    if (b != std::string::npos) tags.push_back(t.substr(b, e - b + 1));
+  }
+  return tags;
+}
+
+bool has_feature_tag(const std::string& features, const std::string& tag) {
+  for (const std::string& t : split_feature_tags(features)) {
+    if (t == tag) return true;
+  }
+  return false;
 }
 
 }  // namespace twinbit

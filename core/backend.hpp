@@ -128,4 +128,11 @@ class Backend {
   friend class BoundWeights;
 };
 
+// Capability tags: a backend's describe().features split at commas, spaces trimmed. Tags with a
+// meaning outside the suite's reports: "reference" (computes with the scalar reference; the suite
+// says its run is not evidence) and "emulated" (the device is emulated on the host, exactly but
+// slowly: the runtime's default plan leaves it out, an override still places calls there).
+std::vector<std::string> split_feature_tags(const std::string& features);
+bool has_feature_tag(const std::string& features, const std::string& tag);
+
 }  // namespace twinbit

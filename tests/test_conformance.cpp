@@ -158,7 +158,7 @@ TEST_CASE("example plugin via dlopen, quick sweep: equal, q4 i8 unsupported and 
   auto plugin = load_plugin(TWINBIT_EXAMPLE_PLUGIN);
   REQUIRE_MESSAGE(plugin.ok(), plugin.status().to_string());
   CHECK(plugin->name() == "example");
-  CHECK(has_tag(plugin->features(), "gemm.q4"));
+  CHECK(has_feature_tag(plugin->features(), "gemm.q4"));
   CaseOptions co;
   co.sweep = Sweep::quick;
   co.model_shapes = false;  // scalar backends, or covered by the conformance_cpu_* instances

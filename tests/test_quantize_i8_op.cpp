@@ -44,7 +44,7 @@ TEST_CASE("quantize_i8 on the cpu backend, every runnable ISA: reference bits, c
     auto b = cpu_backend_for(isa);
     REQUIRE_MESSAGE(b.ok(), b.status().to_string());
     CHECK(b->has_quantize_i8());
-    CHECK(conformance::has_tag(b->features(), "quantize_i8"));
+    CHECK(has_feature_tag(b->features(), "quantize_i8"));
     INFO("isa " << cpu::isa_name(isa));
     CHECK(compare_with_reference(b.value()) == 21);
   }

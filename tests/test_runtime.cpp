@@ -72,6 +72,24 @@ TEST_CASE("runtime_threshold_keeps_small_calls_on_the_cpu_and_sends_big_ones_to_
   CHECK(declined->fallbacks == 0);
 }
 
+TEST_CASE("runtime_default_plan_leaves_an_emulated_device_out_and_an_override_still_reaches_it") {
+  // npu_layout on a machine without the chip is its host emulator (tag "emulated"): the same bits
+  // as the CPU backend, slower. Listed first, it must not take the big I8 calls by default.
+  auto rt = open_runtime({"npu_layout", "cpu"});
+  REQUIRE(rt->cpu_backend() == 1);
+  auto big = rt->decide("lm_head.q8", 32, TB_ACT_I8);  // 16384000 >= 1e7, npu_layout supports it
+  REQUIRE(big.ok());
+  CHECK(big->placement.parts[0].backend == 1);
+  CHECK(big->why.find("npu_layout is emulated on the host") != std::string::npos);
+  CHECK(big->fallbacks == 0);
+  check_runtime_bits(*rt, "lm_head.q8", 32, TB_ACT_I8, 21);
+  auto told = open_runtime({"npu_layout", "cpu"}, "lm_head.* = npu_layout\n");
+  auto placed = told->decide("lm_head.q8", 32, TB_ACT_I8);
+  REQUIRE(placed.ok());
+  CHECK(placed->placement.parts[0].backend == 0);
+  check_runtime_bits(*told, "lm_head.q8", 32, TB_ACT_I8, 22);
+}
+
 TEST_CASE("runtime_overrides_first_match_wins_over_the_threshold") {
   auto rt = open_runtime({"cpu", "cpu,isa=sse2"}, "# lm_head stays where it is told\n"
                                                   "lm_head.q8 = cpu\n\n"

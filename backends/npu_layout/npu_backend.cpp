@@ -313,7 +313,8 @@ extern "C" tb_code tb_backend_create_npu_layout(uint32_t host_abi_version, tb_ba
   ctx->device = std::string(npu::device_name()) + " (" + std::to_string(cores) +
                 " cores; bound weights: int8 native B, group-major, Np*Kp bytes per projection, "
                 "npu_layout.bind_stats)";
-  ctx->features = "gemm.q8,gemm.q4,act.i8,layout.rk3588_native,cores." + std::to_string(cores);
+  ctx->features = "gemm.q8,gemm.q4,act.i8,layout.rk3588_native,cores." + std::to_string(cores) +
+                  (npu::emulated() ? ",emulated" : "");
   out->iface = &kIface;
   out->ctx = ctx.release();
   return TB_OK;

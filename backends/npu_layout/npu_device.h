@@ -69,6 +69,10 @@ void matmul_destroy(Matmul* ctx);
 
 // What this implementation of the seam is ("RK3588 NPU matmul, emulated on the host CPU").
 const char* device_name();
+
+// True for the host emulator (npu_emulator.cpp), false for a port to the chip: the backend then
+// declares the capability tag "emulated" and the runtime's default plan leaves it out.
+bool emulated();
 // Matmul runs since the process started (all contexts): tests compare it with the mapping's count.
 uint64_t runs_so_far();
 

@@ -164,6 +164,8 @@ void matmul_destroy(Matmul* ctx) { delete ctx; }
 
 const char* device_name() { return "RK3588 NPU matmul (int8 x int8 -> int32), emulated on the host CPU"; }
 
+bool emulated() { return true; }
+
 uint64_t runs_so_far() { return g_runs.load(std::memory_order_relaxed); }
 
 }  // namespace twinbit::npu

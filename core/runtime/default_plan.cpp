@@ -4,12 +4,14 @@
 
 namespace twinbit::runtime {
 
+bool is_emulated(const Backend& backend) { return has_feature_tag(backend.features(), "emulated"); }
+
 std::vector<size_t> default_order(const std::vector<const Backend*>& backends, size_t cpu,
                                   const tb_op_desc& op) {
   std::vector<size_t> order;
   if (gemm_flops(op.m, op.n, op.k) >= kCpuFlopThreshold) {
     for (size_t i = 0; i < backends.size(); ++i) {
-      if (i != cpu && backends[i]->supports(op).ok()) order.push_back(i);
+      if (i != cpu && !is_emulated(*backends[i]) && backends[i]->supports(op).ok()) order.push_back(i);
     }
   }
   order.push_back(cpu);

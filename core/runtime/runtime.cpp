@@ -157,6 +157,11 @@ Result<Decision> Runtime::decide(const std::string& entry, int64_t m, tb_act_mod
     } else {
       d.why = Format("threshold: 2*M*N*K = %.4g >= %.0e, but no other backend supports it", flops, kCpuFlopThreshold);
     }
+    for (size_t i = 0; i < backends_.size(); ++i) {
+      if (flops >= kCpuFlopThreshold && i != cpu_ && is_emulated(backends_[i])) {
+        d.why += Format(" (%s is emulated on the host: only an override places calls there)", labels_[i].c_str());
+      }
+    }
   }
   // A part whose backend declines its columns moves down the default order now, so what the plan
   // shows is what runs (a backend may still decline at the call: runtime_gemm.cpp).
