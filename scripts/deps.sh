@@ -16,8 +16,9 @@ for arg in "$@"; do
   case "$arg" in
     --python) packages+=(python3-dev python3-venv) ;;
     --arm64) arm64=1
-             packages+=(g++-aarch64-linux-gnu qemu-user libtbb-dev:arm64 libxxhash-dev:arm64
-                        libxsimd-dev:arm64) ;;
+             # libc6:arm64: the loader and libc the emulated runs use (scripts/arm64_check.sh)
+             packages+=(g++-aarch64-linux-gnu qemu-user libc6:arm64 libtbb-dev:arm64
+                        libxxhash-dev:arm64 libxsimd-dev:arm64) ;;
     *) echo "twinbit: deps.sh: unknown option '$arg' (expected --python or --arm64)" >&2; exit 2 ;;
   esac
 done

@@ -15,10 +15,11 @@
 #                   names from PyPI, then the pytest suite (python/tests) against build/bin/twinbit
 #   arm64           the CPU backend cross-compiled for aarch64 (build-arm64: the library and
 #                   tests/cpu, no command, no CUDA) and run under qemu-aarch64 on two CPU models,
-#                   one per aarch64 tag (cortex-a76: neon_dotprod and neon; cortex-a53: neon
-#                   only): the CPU unit tests (tb_expf's sample included), the conformance quick
-#                   sweep on every tag, and the fixed cases' output hashes, which must equal
-#                   those of the x86-64 build (build/bin/twinbit_cpu_check hashes)
+#                   one per aarch64 tag (cortex-a76: neon_dotprod and neon, on two threads;
+#                   cortex-a53: neon only, on one): the CPU unit tests (tb_expf's sample
+#                   included), the conformance quick sweep on every tag, and the fixed cases'
+#                   output hashes, which must equal those of the x86-64 build
+#                   (build/bin/twinbit_cpu_check hashes)
 # Measured stage times are recorded in docs/results/ci-stages.md.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
