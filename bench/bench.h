@@ -25,6 +25,16 @@ struct Options {
   std::vector<std::string> precs;     // --prec q8,q4 (empty = both; CUDA driver)
 };
 
+// The Qwen3-VL-2B projections the drivers time, K x N (--shape picks among them by name).
+struct ShapeDef {
+  const char* name;
+  int64_t k, n;
+};
+inline constexpr ShapeDef kProjectionShapes[] = {
+    {"q_o", 2048, 2048},     {"k_v", 2048, 1024}, {"gate", 2048, 6144}, {"gate_up", 2048, 12288},
+    {"down", 6144, 2048},    {"qkv", 2048, 4096}, {"lm_head", 2048, 151936},
+};
+
 // One measured case; the JSON "cases" array holds these. A field < 0 was not measured.
 struct Case {
   std::string shape;  // "lm_head", "gate_up", ...

@@ -14,6 +14,7 @@
 #include "cli/backend_option.h"
 #include "cli/cli_common.h"
 #include "cli/output_path.h"
+#include "core/op_checks.h"
 #include "core/precision.h"
 #include "core/registry.h"
 #include "core/runtime/calibrate.h"
@@ -31,13 +32,7 @@ struct CalibrateCliOptions {
 // The built-in backends besides cpu that run here and take a q8 gemm of 1024 x 1024.
 std::vector<std::string> default_backends() {
   std::vector<std::string> specs{runtime::kCpuBackendName};
-  tb_op_desc op{};
-  op.op = TB_OP_GEMM;
-  op.prec = TB_PREC_Q8;
-  op.mode = TB_ACT_F32;
-  op.m = 1;
-  op.n = 1024;
-  op.k = 1024;
+  tb_op_desc op = gemm_op_desc(TB_PREC_Q8, TB_ACT_F32, 1, 1024, 1024);
   for (const BackendEntry& entry : builtin_backends()) {
     if (std::string(entry.name) == runtime::kCpuBackendName) continue;
     auto spec = parse_backend_spec(entry.name);

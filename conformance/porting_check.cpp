@@ -50,7 +50,14 @@ class Checker {
   }
   // A line that is wrong before either side runs (the inputs themselves).
   void emit_input_error(const std::string& entry, const std::string& what, const Status& why) {
-    count_and_send(CheckLine{entry, what, CheckOutcome::error, {}, "error: " + why.to_string()});
+    // Filled field by field: GCC 12 reads the braced temporary's `{}` Mismatch as possibly
+    // uninitialised (-Wmaybe-uninitialized in Release) although its members all have defaults.
+    CheckLine l;
+    l.entry = entry;
+    l.what = what;
+    l.outcome = CheckOutcome::error;
+    l.message = "error: " + why.to_string();
+    count_and_send(l);
   }
 
  private:

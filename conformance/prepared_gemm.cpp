@@ -11,6 +11,7 @@
 #include "conformance/inputs.h"
 #include "conformance/prepared.h"
 #include "core/numerics.h"
+#include "core/op_checks.h"
 #include "core/reference.h"
 
 namespace twinbit::conformance::detail {
@@ -173,14 +174,7 @@ class GemmCase final : public PreparedCase {
 
   // The case as supports() sees it.
   tb_op_desc op_desc() const {
-    tb_op_desc d{};
-    d.op = TB_OP_GEMM;
-    d.prec = c_.prec;
-    d.mode = c_.mode;
-    d.m = c_.m;
-    d.n = c_.n;
-    d.k = c_.k;
-    return d;
+    return gemm_op_desc(c_.prec, c_.mode, c_.m, c_.n, c_.k);
   }
 
   // Runs rows [row0, row0 + m) into a fresh canary-filled, guarded y [m][ldy]; checks the row

@@ -40,13 +40,7 @@ std::vector<SupportProbe> probe_support(const Backend& b) {
   for (tb_prec prec : {TB_PREC_Q8, TB_PREC_Q4}) {
     for (tb_act_mode mode : {TB_ACT_F32, TB_ACT_I8}) {
       for (const GemmShape& g : kGemmShapes) {
-        tb_op_desc d{};
-        d.op = TB_OP_GEMM;
-        d.prec = prec;
-        d.mode = mode;
-        d.m = g.m;
-        d.n = g.n;
-        d.k = g.k;
+        tb_op_desc d = gemm_op_desc(prec, mode, g.m, g.n, g.k);
         ask({"gemm", prec_name(prec), act_mode_name(mode),
              Format("M%lld N%lld K%lld", (long long)g.m, (long long)g.n, (long long)g.k), g.why, false, ""},
             d);

@@ -33,6 +33,18 @@ int enum_field_value(const Enum& field) {
   return raw;
 }
 
+// What supports() is asked for a gemm y[m][n] = x[m][k] * W (tb_op_desc: other fields 0).
+inline tb_op_desc gemm_op_desc(tb_prec prec, tb_act_mode mode, int64_t m, int64_t n, int64_t k) {
+  tb_op_desc d{};
+  d.op = TB_OP_GEMM;
+  d.prec = prec;
+  d.mode = mode;
+  d.m = m;
+  d.n = n;
+  d.k = k;
+  return d;
+}
+
 // An op descriptor's enum fields name known values (op; for a gemm, prec and mode).
 Status check_op_desc_fields(const tb_op_desc& op);
 

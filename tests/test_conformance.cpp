@@ -13,8 +13,10 @@
 #include "conformance/conformance.h"
 #include "core/registry.h"
 #include "tests/broken_backends/broken_backends.h"
+#include "tests/test_backend_util.h"
 
 using namespace twinbit;
+using twinbit::testing::make_backend;
 using namespace twinbit::conformance;
 using twinbit::testing::kFlipCol;
 using twinbit::testing::kFlipK;
@@ -23,15 +25,6 @@ using twinbit::testing::kFlipN;
 using twinbit::testing::kFlipRow;
 
 namespace {
-
-Backend make(tb_backend_create_fn create) {
-  tb_backend raw{};
-  tb_error err{};
-  REQUIRE(create(TB_BACKEND_ABI_VERSION, &raw, &err, nullptr) == TB_OK);
-  auto b = Backend::adopt(raw);
-  REQUIRE(b.ok());
-  return std::move(b).value();
-}
 
 const CaseResult& find(const Report& r, const std::string& name) {
   for (const CaseResult& c : r.results) {
@@ -108,7 +101,7 @@ TEST_CASE("generated list seed 7 cases 300: unique, deterministic, the sweep's e
 TEST_CASE("run_suites: several backends in one run, each case prepared once, give the reports each gives alone") {
   auto cpu = create_backend("cpu");
   REQUIRE(cpu.ok());
-  Backend broken = make(tb_backend_create_broken_flip_bit);
+  Backend broken = make_backend(tb_backend_create_broken_flip_bit);
   CaseOptions co;
   co.seed = 5;
   co.sweep = Sweep::quick;
@@ -203,7 +196,7 @@ TEST_CASE("plugin of ABI version 3: refused, naming both versions (plugin's chec
 }
 
 TEST_CASE("broken_flip_bit: M3 N33 K96 caught in all 4 prec/modes and its batch check, 1/99 at (1, 5), 1 ulp") {
-  Backend b = make(tb_backend_create_broken_flip_bit);
+  Backend b = make_backend(tb_backend_create_broken_flip_bit);
   std::vector<Case> cases = all_precs_modes(kFlipM, kFlipN, kFlipK);
   cases.push_back(batch_case(TB_PREC_Q8, TB_ACT_F32, kFlipM, kFlipN, kFlipK));
   for (const Case& c : all_precs_modes(1, kFlipN, kFlipK)) cases.push_back(c);  // other shapes:
@@ -232,7 +225,7 @@ TEST_CASE("broken_flip_bit: M3 N33 K96 caught in all 4 prec/modes and its batch 
 }
 
 TEST_CASE("broken_last_column: N 33, 1, 257 miss column N-1 in every row; N 32 and 256 equal") {
-  Backend b = make(tb_backend_create_broken_last_column);
+  Backend b = make_backend(tb_backend_create_broken_last_column);
   std::vector<Case> cases;
   for (int64_t n : {33, 1, 257, 32, 256}) cases.push_back(gemm_case(TB_PREC_Q4, TB_ACT_I8, 2, n, 96));
   cases.push_back(gemm_case(TB_PREC_Q8, TB_ACT_F32, 5, 31, 33));
@@ -256,7 +249,7 @@ TEST_CASE("broken_last_column: N 33, 1, 257 miss column N-1 in every row; N 32 a
 }
 
 TEST_CASE("broken_last_column on the quick sweep: differ count = gemm cases with N % 32 != 0") {
-  Backend b = make(tb_backend_create_broken_last_column);
+  Backend b = make_backend(tb_backend_create_broken_last_column);
   CaseOptions co;
   co.sweep = Sweep::quick;
   co.model_shapes = false;  // scalar backends, or covered by the conformance_cpu_* instances
@@ -275,7 +268,7 @@ TEST_CASE("broken_last_column on the quick sweep: differ count = gemm cases with
 }
 
 TEST_CASE("sampled reference (budget 1000) still checks the last column: M1 N1000 K64 1 differs at (0, 999)") {
-  Backend b = make(tb_backend_create_broken_last_column);
+  Backend b = make_backend(tb_backend_create_broken_last_column);
   SuiteOptions so;
   so.reference_budget = 1000;
   const Report r = run_suite(b, {gemm_case(TB_PREC_Q8, TB_ACT_F32, 1, 1000, 64)}, so);
@@ -289,7 +282,7 @@ TEST_CASE("sampled reference (budget 1000) still checks the last column: M1 N100
 }
 
 TEST_CASE("expected failures: a listed failing case is xfail, a listed passing case is xpass (fails the run)") {
-  Backend b = make(tb_backend_create_broken_flip_bit);
+  Backend b = make_backend(tb_backend_create_broken_flip_bit);
   const std::vector<Case> cases = {gemm_case(TB_PREC_Q8, TB_ACT_F32, 3, 33, 96),
                                    gemm_case(TB_PREC_Q4, TB_ACT_F32, 3, 33, 96),
                                    gemm_case(TB_PREC_Q8, TB_ACT_F32, 1, 33, 96)};
@@ -367,7 +360,7 @@ TEST_CASE("fallback: null backend's unsupported cases run exactly on cpu; a brok
 }
 
 TEST_CASE("reports: JSON totals keys and counts, JUnit failures, text header and result line") {
-  Backend b = make(tb_backend_create_broken_flip_bit);
+  Backend b = make_backend(tb_backend_create_broken_flip_bit);
   Report r = run_suite(b, all_precs_modes(kFlipM, kFlipN, kFlipK), SuiteOptions{});
   r.source = "test";
   const auto j = nlohmann::json::parse(format_json(r));

@@ -11,8 +11,10 @@
 #include "conformance/guards/untrusted_text.h"
 #include "core/error_buffer.h"
 #include "tests/broken_backends/broken_backends.h"
+#include "tests/test_backend_util.h"
 
 using namespace twinbit;
+using twinbit::testing::make_backend;
 using namespace twinbit::conformance;
 using guards::GuardedBuffer;
 using guards::sanitize_untrusted;
@@ -61,19 +63,8 @@ TEST_CASE("GuardedError: the tb_error ends at a guard page, cleared for every ca
   CHECK((*next).message[0] == '\0');
 }
 
-namespace {
-Backend make(tb_backend_create_fn create) {
-  tb_backend raw{};
-  tb_error err{};
-  REQUIRE(create(TB_BACKEND_ABI_VERSION, &raw, &err, nullptr) == TB_OK);
-  auto b = Backend::adopt(raw);
-  REQUIRE(b.ok());
-  return std::move(b).value();
-}
-}  // namespace
-
 TEST_CASE("supports() says OK, the operation says UNIMPLEMENTED: error, not unsupported") {
-  Backend b = make(tb_backend_create_declines_at_call);
+  Backend b = make_backend(tb_backend_create_declines_at_call);
   const Report r = run_suite(b, {gemm_case(TB_PREC_Q8, TB_ACT_F32, 3, 33, 96)}, SuiteOptions{});
   REQUIRE(r.results.size() == 1);
   CHECK(r.results[0].verdict == Verdict::error);
@@ -85,7 +76,7 @@ TEST_CASE("supports() says OK, the operation says UNIMPLEMENTED: error, not unsu
 TEST_CASE("the repeat: a backend wrong only on its second call per binding stays a plain differ") {
   // Every run binds afresh, so each run (alone, and each of the two at once) differs the same way:
   // deterministic, reported as the difference it is.
-  Backend b = make(tb_backend_create_broken_second_call);
+  Backend b = make_backend(tb_backend_create_broken_second_call);
   const Report r = run_suite(b, {gemm_case(TB_PREC_Q8, TB_ACT_F32, 3, 33, 96)}, SuiteOptions{});
   REQUIRE(r.results.size() == 1);
   CHECK(r.results[0].verdict == Verdict::differ);

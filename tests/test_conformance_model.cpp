@@ -16,8 +16,10 @@
 #include "core/op_checks.h"
 #include "core/reference.h"
 #include "tests/broken_backends/broken_backends.h"
+#include "tests/test_backend_util.h"
 
 using namespace twinbit;
+using twinbit::testing::make_backend;
 using namespace twinbit::conformance;
 
 namespace {
@@ -25,12 +27,6 @@ std::set<std::string> names_of(const std::vector<Case>& cases) {
   std::set<std::string> s;
   for (const Case& c : cases) s.insert(c.name());
   return s;
-}
-Backend make(decltype(&tb_backend_create_test_reference) create) {
-  tb_backend raw{};
-  tb_error err{};
-  REQUIRE(create(TB_BACKEND_ABI_VERSION, &raw, &err, nullptr) == TB_OK);
-  return std::move(Backend::adopt(raw)).value();
 }
 }  // namespace
 
@@ -123,7 +119,7 @@ TEST_CASE("deviations: each differs from the reference somewhere, and the contra
 }
 
 TEST_CASE("explain on the exact reference backend: nothing to explain; a gdn case: not explained") {
-  Backend b = make(&tb_backend_create_test_reference);
+  Backend b = make_backend(tb_backend_create_test_reference);
   Explanation e = explain_case(b, gemm_case(TB_PREC_Q4, TB_ACT_I8, 3, 33, 96), 1, 3e7);
   CHECK(e.backend.differing == 0);
   CHECK(e.not_explained.find("nothing to explain") != std::string::npos);
@@ -132,7 +128,7 @@ TEST_CASE("explain on the exact reference backend: nothing to explain; a gdn cas
 }
 
 TEST_CASE("explain on the flip-bit backend: none of the usual deviations reproduces one flipped bit") {
-  Backend b = make(&tb_backend_create_broken_flip_bit);
+  Backend b = make_backend(tb_backend_create_broken_flip_bit);
   const Explanation e = explain_case(b, gemm_case(TB_PREC_Q8, TB_ACT_F32, 3, 33, 96), 1, 3e7);
   CHECK(e.backend.differing == 1);
   CHECK(!e.trials.empty());
@@ -141,7 +137,7 @@ TEST_CASE("explain on the flip-bit backend: none of the usual deviations reprodu
 }
 
 TEST_CASE("support probe of the test reference backend: every gemm probe claimed, probes for every op") {
-  Backend b = make(&tb_backend_create_test_reference);
+  Backend b = make_backend(tb_backend_create_test_reference);
   const std::vector<SupportProbe> probes = probe_support(b);
   std::set<std::string> ops;
   for (const SupportProbe& p : probes) {

@@ -148,13 +148,7 @@ TEST_CASE("npu_layout makes the device calls the per-group mapping counts") {
 TEST_CASE("npu_layout refuses what the RK3588 int8 matmul cannot do, with the reason") {
   auto be = npu_backend(2);
   REQUIRE(be.ok());
-  tb_op_desc d{};
-  d.op = TB_OP_GEMM;
-  d.prec = TB_PREC_Q8;
-  d.mode = TB_ACT_I8;
-  d.m = 1;
-  d.n = 64;
-  d.k = 64;
+  tb_op_desc d = gemm_op_desc(TB_PREC_Q8, TB_ACT_I8, 1, 64, 64);
   CHECK(be->supports(d).ok());
   d.prec = TB_PREC_Q4;
   CHECK(be->supports(d).ok());

@@ -17,20 +17,13 @@
 #include "core/registry.h"
 #include "test_artifact_util.h"
 #include "tests/broken_backends/broken_backends.h"
+#include "tests/test_backend_util.h"
 
 using namespace twinbit;
+using twinbit::testing::make_backend;
 using namespace twinbit::conformance;
 
 namespace {
-
-Backend make(tb_backend_create_fn create) {
-  tb_backend raw{};
-  tb_error err{};
-  REQUIRE(create(TB_BACKEND_ABI_VERSION, &raw, &err, nullptr) == TB_OK);
-  auto b = Backend::adopt(raw);
-  REQUIRE(b.ok());
-  return std::move(b).value();
-}
 
 // hidden = 96 and vocab = 33: lm_head is K 96 x N 33, the shape broken_flip_bit breaks at M 3
 // and one whose last column broken_last_column never writes. Gated-delta: vh 4, kh 2, kd = vd 8.
@@ -100,7 +93,7 @@ TEST_CASE("porting_check_cpu_against_test_reference_every_kind_runs_and_every_li
   const TinyModel model;
   auto cpu = create_backend("cpu");
   REQUIRE(cpu.ok());
-  const Backend ref = make(tb_backend_create_test_reference);
+  const Backend ref = make_backend(tb_backend_create_test_reference);
   CheckTotals t;
   const std::vector<CheckLine> lines = run(cpu.value(), ref, model.entries, &t);
   std::map<std::string, int> kinds;
@@ -125,8 +118,8 @@ TEST_CASE("porting_check_cpu_against_test_reference_every_kind_runs_and_every_li
 
 TEST_CASE("porting_check_broken_float_ops_caught_gemv_1_of_4_pair_1_of_8_at_y_b_gdn_2_of_288_gemm_equal") {
   const TinyModel model;
-  const Backend ref = make(tb_backend_create_test_reference);
-  const Backend broken = make(tb_backend_create_broken_float_ops);
+  const Backend ref = make_backend(tb_backend_create_test_reference);
+  const Backend broken = make_backend(tb_backend_create_broken_float_ops);
   CheckTotals t;
   const std::vector<CheckLine> lines = run(ref, broken, model.entries, &t);
   for (const char* m : {"ssm_beta", "ssm_a"}) {
@@ -155,7 +148,7 @@ TEST_CASE("porting_check_broken_flip_bit_caught_in_both_modes_lm_head_M3_1_of_99
   const TinyModel model;
   auto cpu = create_backend("cpu");
   REQUIRE(cpu.ok());
-  const Backend broken = make(tb_backend_create_broken_flip_bit);
+  const Backend broken = make_backend(tb_backend_create_broken_flip_bit);
   CheckTotals t;
   const std::vector<CheckLine> lines = run(cpu.value(), broken, model.entries, &t);
   CHECK(t.differ == 4);
@@ -171,8 +164,8 @@ TEST_CASE("porting_check_broken_flip_bit_caught_in_both_modes_lm_head_M3_1_of_99
 
 TEST_CASE("porting_check_broken_last_column_caught_M_of_M_times_N_on_lm_head_N33_both_modes") {
   const TinyModel model;
-  const Backend ref = make(tb_backend_create_test_reference);
-  const Backend broken = make(tb_backend_create_broken_last_column);
+  const Backend ref = make_backend(tb_backend_create_test_reference);
+  const Backend broken = make_backend(tb_backend_create_broken_last_column);
   CheckTotals t;
   const std::vector<CheckLine> lines = run(ref, broken, model.entries, &t);
   CHECK(t.differ == 2 * 2 * 2);  // lm_head q8/q4 x M 1, 3 x f32/i8: the only N % 32 != 0
@@ -184,7 +177,7 @@ TEST_CASE("porting_check_broken_last_column_caught_M_of_M_times_N_on_lm_head_N33
 TEST_CASE("porting_check_incomplete_gdn_set_is_an_error_line_naming_the_missing_entry") {
   TinyModel model;
   std::erase_if(model.entries, [](const CheckEntry& e) { return e.name == "gdn.k"; });
-  const Backend ref = make(tb_backend_create_test_reference);
+  const Backend ref = make_backend(tb_backend_create_test_reference);
   CheckTotals t;
   const std::vector<CheckLine> lines = run(ref, ref, model.entries, &t);
   const CheckLine& d = line(lines, "gdn.*", "gdn_delta");
@@ -197,7 +190,7 @@ TEST_CASE("porting_check_example_plugin_pair_and_q4_i8_unsupported_not_failed") 
   const TinyModel model;
   auto plugin = load_plugin(TWINBIT_EXAMPLE_PLUGIN);
   REQUIRE(plugin.ok());
-  const Backend ref = make(tb_backend_create_test_reference);
+  const Backend ref = make_backend(tb_backend_create_test_reference);
   CheckTotals t;
   const std::vector<CheckLine> lines = run(ref, plugin.value(), model.entries, &t);
   CHECK(t.differ == 0);

@@ -1,5 +1,5 @@
-// twinbit-bench --backend cpu: the CPU backend on the Qwen3-VL-2B projections (kShapes; results:
-// docs/results/cpu-2026-11-29.md),
+// twinbit-bench --backend cpu: the CPU backend on the Qwen3-VL-2B projections (bench.h's
+// kProjectionShapes; results: docs/results/cpu-2026-11-29.md),
 // per case: the median time of one gemm call with cold weights (rotating over copies past
 // 1 GiB), effective GB/s over the weight bytes, the floor measured in the same run (a pure read
 // of the same bytes with the same threads and partition - the backend's read_floor - and, for
@@ -31,14 +31,6 @@
 namespace twinbit::bench {
 namespace {
 
-struct ShapeDef {
-  const char* name;
-  int64_t k, n;
-};
-constexpr ShapeDef kShapes[] = {
-    {"q_o", 2048, 2048},     {"k_v", 2048, 1024}, {"gate", 2048, 6144}, {"gate_up", 2048, 12288},
-    {"down", 6144, 2048},    {"qkv", 2048, 4096}, {"lm_head", 2048, 151936},
-};
 constexpr int64_t kColdBytes = int64_t{1} << 30;  // rotate copies past 1 GiB: nothing stays cached
 
 struct FreeDeleter {
@@ -263,7 +255,7 @@ Status run_cpu(const Options& opt, std::vector<Case>& out) {
               "copies; FMA peak %.1f GFMA/s (%.1f GFLOP/s)\n", info.device, threads, samples,
               fma_rate * 1e-9, 2 * fma_rate * 1e-9);
   print_header();
-  for (const ShapeDef& sh : kShapes) {
+  for (const ShapeDef& sh : kProjectionShapes) {
     if (!opt.shapes.empty() &&
         std::find(opt.shapes.begin(), opt.shapes.end(), sh.name) == opt.shapes.end()) {
       continue;

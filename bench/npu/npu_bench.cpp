@@ -21,15 +21,6 @@
 namespace twinbit::bench {
 namespace {
 
-struct ShapeDef {
-  const char* name;
-  int64_t k, n;
-};
-constexpr ShapeDef kShapes[] = {
-    {"q_o", 2048, 2048},     {"k_v", 2048, 1024}, {"gate", 2048, 6144}, {"gate_up", 2048, 12288},
-    {"down", 6144, 2048},    {"qkv", 2048, 4096}, {"lm_head", 2048, 151936},
-};
-
 double now_us() {
   using namespace std::chrono;
   return duration<double, std::micro>(steady_clock::now().time_since_epoch()).count();
@@ -67,7 +58,7 @@ Status run_npu(const Options& o, std::vector<Case>& out) {
               "shape", "M", "npu_emu", "cpu", "ratio", "calls", "MAC", "B MB", "A+C MB", "chip us",
               "calls", "MAC", "chip us");
   std::mt19937_64 rng(1);
-  for (const ShapeDef& sh : kShapes) {
+  for (const ShapeDef& sh : kProjectionShapes) {
     if (!o.shapes.empty() && std::find(o.shapes.begin(), o.shapes.end(), sh.name) == o.shapes.end()) continue;
     const StripLayout layout{TB_PREC_Q8, sh.n, sh.k};
     std::vector<uint8_t> codes(layout.codes_bytes());

@@ -12,6 +12,7 @@
 #include "artifacts/synthetic.h"
 #include "core/backend.hpp"
 #include "core/numerics.h"
+#include "core/op_checks.h"
 #include "core/precision.h"
 #include "core/reference.h"
 #include "core/registry.h"
@@ -252,13 +253,7 @@ Result<Profile> calibrate(const std::vector<std::string>& backend_specs, const C
     c.slots.resize(points.size());
     for (size_t i = 0; i < points.size(); ++i) {
       const Point& p = points[i];
-      tb_op_desc op{};
-      op.op = TB_OP_GEMM;
-      op.prec = p.prec;
-      op.mode = p.mode;
-      op.m = p.m;
-      op.n = p.n;
-      op.k = p.k;
+      tb_op_desc op = gemm_op_desc(p.prec, p.mode, p.m, p.n, p.k);
       const Status s = c.backend.supports(op);
       if (s.code() == TB_UNIMPLEMENTED) continue;
       TB_RETURN_IF_ERROR(s);

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "core/op_checks.h"
 #include "core/registry.h"
 #include "core/runtime/cost_model.h"
 #include "core/runtime/default_plan.h"
@@ -107,14 +108,7 @@ const Runtime::EntryState* Runtime::find_entry(const std::string& entry, size_t*
 }
 
 tb_op_desc Runtime::op_of(const artifact::Entry& e, int64_t m, int64_t n, tb_act_mode mode) const {
-  tb_op_desc op{};
-  op.op = TB_OP_GEMM;
-  op.prec = e.prec;
-  op.mode = mode;
-  op.m = m;
-  op.n = n;
-  op.k = e.k;
-  return op;
+  return gemm_op_desc(e.prec, mode, m, n, e.k);
 }
 
 Result<Decision> Runtime::decide(const std::string& entry, int64_t m, tb_act_mode mode) const {
