@@ -22,23 +22,29 @@
 
 namespace twinbit::conformance {
 
-std::string Case::name() const {
-  switch (kind) {
+namespace {
+std::string shape_name(const Case& c) {
+  switch (c.kind) {
     case CaseKind::gemm:
     case CaseKind::batch_invariance:
-      return Format("%s_%s_%s_M%lld_N%lld_K%lld", kind == CaseKind::gemm ? "gemm" : "batch",
-                    prec_name(prec), act_mode_name(mode), (long long)m, (long long)n, (long long)k);
+      return Format("%s_%s_%s_M%lld_N%lld_K%lld", c.kind == CaseKind::gemm ? "gemm" : "batch",
+                    prec_name(c.prec), act_mode_name(c.mode), (long long)c.m, (long long)c.n, (long long)c.k);
     case CaseKind::gemv_f32:
     case CaseKind::gemv_f32_pair:
-      return Format("%s_N%lld_K%lld", kind == CaseKind::gemv_f32 ? "gemv_f32" : "gemv_f32_pair",
-                    (long long)n, (long long)k);
+      return Format("%s_N%lld_K%lld", c.kind == CaseKind::gemv_f32 ? "gemv_f32" : "gemv_f32_pair",
+                    (long long)c.n, (long long)c.k);
     case CaseKind::gdn_delta:
-      return Format("gdn_delta_VH%lld_KH%lld_KD%lld_VD%lld", (long long)vh, (long long)kh,
-                    (long long)kd, (long long)vd);
+      return Format("gdn_delta_VH%lld_KH%lld_KD%lld_VD%lld", (long long)c.vh, (long long)c.kh,
+                    (long long)c.kd, (long long)c.vd);
     case CaseKind::quantize_i8:
-      return Format("quantize_i8_M%lld_K%lld", (long long)m, (long long)k);
+      return Format("quantize_i8_M%lld_K%lld", (long long)c.m, (long long)c.k);
   }
   return "unknown";
+}
+}  // namespace
+
+std::string Case::name() const {
+  return shape_name(*this) + (inputs == InputProfile::subnormal ? "_subnormal" : "");
 }
 
 Case gemm_case(tb_prec prec, tb_act_mode mode, int64_t m, int64_t n, int64_t k) {
@@ -81,6 +87,11 @@ Case quantize_case(int64_t m, int64_t k) {
   c.kind = CaseKind::quantize_i8;
   c.m = m;
   c.k = k;
+  return c;
+}
+
+Case with_inputs(Case c, InputProfile inputs) {
+  c.inputs = inputs;
   return c;
 }
 
@@ -141,6 +152,31 @@ void add_model_sweep(CaseList& out, bool quick) {
   }
 }
 
+// The subnormal family (InputProfile::subnormal): gemm in F32 mode over M x N with K rotated (one
+// group, a ragged tail, the model's width), gemv_f32 / gemv_f32_pair and gdn_delta. In I8 mode the
+// gemm takes quantised codes; its subnormal scales are the standard inputs' tiny groups already.
+void add_subnormal_family(CaseList& out) {
+  const std::vector<int64_t> ms = {1, 3, 33}, ns = {1, 33, 257}, ks = {32, 100, 2048};
+  for (int p = 0; p < 2; ++p) {
+    for (size_t i = 0; i < ms.size(); ++i) {
+      for (size_t j = 0; j < ns.size(); ++j) {
+        const int64_t k = ks[(i + j + static_cast<size_t>(p)) % ks.size()];
+        out.add(with_inputs(gemm_case(kPrecs[p], TB_ACT_F32, ms[i], ns[j], k), InputProfile::subnormal));
+      }
+    }
+  }
+  for (int64_t rows : {1, 33, 257}) {
+    for (int64_t cols : {33, 2048}) {
+      out.add(with_inputs(gemv_case(false, rows, cols), InputProfile::subnormal));
+      out.add(with_inputs(gemv_case(true, rows, cols), InputProfile::subnormal));
+    }
+  }
+  for (auto [vh, kh, kd, vd] : std::initializer_list<std::array<int64_t, 4>>{
+           {16, 16, 128, 128}, {3, 3, 17, 33}, {2, 1, 3, 5}}) {
+    out.add(with_inputs(gdn_case(vh, kh, kd, vd), InputProfile::subnormal));
+  }
+}
+
 void add_full_sweep(CaseList& out, bool model_shapes) {
   // The backend issues' sweep: M around the row tiles, N around the 32-column strips and a
   // non-divisible large N, K from one group to the largest Qwen3-VL-2B projection input.
@@ -175,6 +211,7 @@ void add_full_sweep(CaseList& out, bool model_shapes) {
   for (int64_t m : {1, 3, 33, 64}) {
     for (int64_t k : {1, 17, 32, 33, 100, 2048, 2049, 6144}) out.add(quantize_case(m, k));
   }
+  add_subnormal_family(out);
 }
 
 // Every (M, N, K) of the backend issues' sweep for every (prec, mode), and of the K % 32 != 0 sweep
@@ -206,6 +243,12 @@ void add_quick_sweep(CaseList& out, bool model_shapes) {
   out.add(gdn_case(3, 3, 17, 33));
   out.add(quantize_case(1, 100));
   out.add(quantize_case(3, 2049));
+  // Four of the subnormal family: without them a backend that flushes subnormals in F32 mode
+  // passes the quick sweep.
+  out.add(with_inputs(gemm_case(TB_PREC_Q8, TB_ACT_F32, 3, 33, 96), InputProfile::subnormal));
+  out.add(with_inputs(gemm_case(TB_PREC_Q4, TB_ACT_F32, 1, 257, 100), InputProfile::subnormal));
+  out.add(with_inputs(gemv_case(false, 33, 100), InputProfile::subnormal));
+  out.add(with_inputs(gdn_case(3, 3, 17, 33), InputProfile::subnormal));
   if (model_shapes) add_model_sweep(out, true);
 }
 

@@ -62,17 +62,29 @@ namespace twinbit::conformance {
 
 enum class CaseKind { gemm, batch_invariance, gemv_f32, gemv_f32_pair, gdn_delta, quantize_i8 };
 
+// How a case's activations are drawn (inputs.h).
+//   standard   mostly normal values across several binades, with signed zeros and a sprinkle of
+//              subnormals (which the normal terms then round away).
+//   subnormal  activations at the bottom of the float range (subnormal, or normal below 2^-103),
+//              so that products, partial sums and often the outputs are subnormal: only there
+//              does a backend that flushes subnormals to zero (FTZ/DAZ, forbidden by
+//              docs/NUMERICS.md) give other bits. gemm in F32 mode, gemv_f32, gemv_f32_pair
+//              and gdn_delta (there the state and v are drawn so).
+enum class InputProfile { standard, subnormal };
+
 struct Case {
   CaseKind kind = CaseKind::gemm;
   tb_prec prec = TB_PREC_Q8;     // gemm, batch_invariance
   tb_act_mode mode = TB_ACT_F32;  // gemm, batch_invariance
   int64_t m = 0, n = 0, k = 0;   // gemm: M, N, K; gemv: n = rows, k = cols; quantize_i8: M, K
   int64_t vh = 0, kh = 0, kd = 0, vd = 0;  // gdn_delta
+  InputProfile inputs = InputProfile::standard;
   bool random = false;           // drawn by the random part (else the fixed sweep)
 
   // The case's name spells out its parameters, e.g. "gemm_q8_f32_M3_N33_K96",
   // "batch_q4_i8_M33_N257_K96", "gemv_f32_N257_K100", "gemv_f32_pair_N31_K2048",
-  // "gdn_delta_VH16_KH16_KD128_VD128", "quantize_i8_M3_K100". Names are unique within a generated list.
+  // "gdn_delta_VH16_KH16_KD128_VD128", "quantize_i8_M3_K100"; the subnormal input profile adds
+  // "_subnormal" ("gemm_q8_f32_M3_N33_K96_subnormal"). Names are unique within a generated list.
   std::string name() const;
 };
 
@@ -81,6 +93,7 @@ Case batch_case(tb_prec prec, tb_act_mode mode, int64_t m, int64_t n, int64_t k)
 Case gemv_case(bool pair, int64_t rows, int64_t cols);
 Case gdn_case(int64_t vh, int64_t kh, int64_t kd, int64_t vd);
 Case quantize_case(int64_t m, int64_t k);
+Case with_inputs(Case c, InputProfile inputs);
 
 enum class Sweep {
   full,   // the fixed sweep (thinned pairwise, see cases.cpp) - the default of the CLI

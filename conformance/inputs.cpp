@@ -104,6 +104,34 @@ std::vector<float> random_floats(Rng& rng, int64_t count, int scale_log2) {
   return v;
 }
 
+std::vector<float> subnormal_floats(Rng& rng, int64_t rows, int64_t cols) {
+  std::vector<float> v(static_cast<size_t>(rows * cols));
+  bool any_nonzero = false;
+  for (int64_t r = 0; r < rows; ++r) {
+    // The largest biased exponent of the row's normal values: 0 keeps the whole row subnormal.
+    const int64_t top = rng.chance(250) ? 0 : rng.range(2, 24);
+    for (int64_t c = 0; c < cols; ++c) {
+      const uint32_t sign = rng.chance(500) ? 0x80000000u : 0;
+      const int64_t pick = rng.range(0, 999);
+      uint32_t bits;
+      if (pick < 20) {
+        bits = sign;  // +0 / -0
+      } else if (pick < 350 || top == 0) {
+        // subnormal: a random mantissa below a random power of two, so every binade shows up
+        const int64_t width = rng.range(1, 23);
+        bits = sign | static_cast<uint32_t>(rng.range(1, (int64_t{1} << width) - 1));
+      } else {
+        const int64_t e = rng.range(1, top);
+        bits = sign | (static_cast<uint32_t>(e) << 23) | static_cast<uint32_t>(rng.range(0, 0x7fffff));
+      }
+      any_nonzero = any_nonzero || (bits & 0x7fffffffu) != 0;
+      v[static_cast<size_t>(r * cols + c)] = from_bits(bits);
+    }
+  }
+  if (!any_nonzero && !v.empty()) v[0] = from_bits(0x00012345u);  // a subnormal, never all zero
+  return v;
+}
+
 namespace {
 // One group of 32 values whose largest magnitude is a tiny amax (see tiny_activation_groups).
 void tiny_group(Rng& rng, float* v) {

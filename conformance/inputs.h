@@ -48,6 +48,14 @@ OwnedStrips random_strips(Rng& rng, tb_prec prec, int64_t n, int64_t k);
 // subnormals sprinkled in. Never all zero. `scale_log2` shifts the magnitudes.
 std::vector<float> random_floats(Rng& rng, int64_t count, int scale_log2 = 0);
 
+// rows x cols floats (row-major) at the bottom of the range, for the subnormal input profile
+// (InputProfile): about a third subnormal, spread over every binade below 2^-126, the rest normal
+// up to a ceiling drawn per row between 2^-125 and 2^-103, a few +0 and -0; about one row in four
+// entirely subnormal or zero. Products with weights and partial sums then fall below 2^-126, so
+// a computation that flushes subnormals (FTZ/DAZ) loses terms or gives zero where the exact one
+// does not. Never all zero.
+std::vector<float> subnormal_floats(Rng& rng, int64_t rows, int64_t cols);
+
 // Rewrites some activation groups of x [m][ldx] (k values per row) so that their largest
 // magnitude makes the I8 scale d = amax / 127 subnormal or zero: about one row in four entirely
 // (its outputs then depend on nothing else), and about one group in sixteen of the other rows.

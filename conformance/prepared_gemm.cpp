@@ -68,7 +68,8 @@ class GemmCase final : public PreparedCase {
     ldxq_ = kp + rng.range(0, 1) * 32;
     ldxd_ = ng + rng.range(0, 1) * rng.range(1, 3);
     ldy_ = c.n + rng.range(0, 1) * rng.range(1, 7);
-    x_ = random_floats(rng, c.m * ldx_);
+    x_ = c.inputs == InputProfile::subnormal ? subnormal_floats(rng, c.m, ldx_)
+                                             : random_floats(rng, c.m * ldx_);
     // Groups whose I8 scale is subnormal: where the quantiser saturates and the scales are tiny.
     if (c.mode == TB_ACT_I8) tiny_activation_groups(rng, x_, c.m, c.k, ldx_);
     if (c.m * ng > 1 && rng.chance(300)) {  // one all-zero activation group: scale d = 0 in i8

@@ -24,7 +24,7 @@ class GemvCase final : public PreparedCase {
       mats_[i] = random_floats(rng, c.n * c.k);
       yref_[i].assign(static_cast<size_t>(c.n), 0.0f);
     }
-    x_ = random_floats(rng, c.k);
+    x_ = c.inputs == InputProfile::subnormal ? subnormal_floats(rng, 1, c.k) : random_floats(rng, c.k);
     for (int i = 0; i < count; ++i) ref::gemv_f32(matrix(i), x_.data(), yref_[i].data());
     checked_ = Format("all %lld rows", (long long)c.n);
   }
@@ -86,10 +86,13 @@ class GdnCase final : public PreparedCase {
  public:
   GdnCase(const Case& c, uint64_t seed) : c_(c) {
     Rng rng(seed);
-    state0_ = random_floats(rng, c.vh * c.kd * c.vd, -1);
+    // The subnormal profile: the state and v at the bottom of the range, so the decayed state,
+    // the delta and the output are subnormal where a flushing backend would zero them.
+    const bool tiny = c.inputs == InputProfile::subnormal;
+    state0_ = tiny ? subnormal_floats(rng, c.vh, c.kd * c.vd) : random_floats(rng, c.vh * c.kd * c.vd, -1);
     q_ = random_floats(rng, c.kh * c.kd, -3);
     k_ = random_floats(rng, c.kh * c.kd, -3);
-    v_ = random_floats(rng, c.vh * c.vd);
+    v_ = tiny ? subnormal_floats(rng, c.vh, c.vd) : random_floats(rng, c.vh * c.vd);
     g_ = random_gates(rng, c.vh);
     beta_ = random_unit(rng, c.vh);
     state_ref_ = state0_;

@@ -176,6 +176,7 @@ std::string format_json(const Report& r) {
       e["cols"] = c.c.k;
     }
     e["random"] = c.c.random;
+    e["inputs"] = c.c.inputs == InputProfile::subnormal ? "subnormal" : "standard";
     e["verdict"] = verdict_name(c.verdict);
     e["checked"] = c.checked;
     e["sampled"] = c.sampled;

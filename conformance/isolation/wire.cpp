@@ -10,24 +10,25 @@
 namespace twinbit::conformance::isolation {
 
 std::string case_line(size_t index, const Case& c) {
-  return Format("case %zu %d %d %d %lld %lld %lld %lld %lld %lld %lld %d\n", index,
+  return Format("case %zu %d %d %d %lld %lld %lld %lld %lld %lld %lld %d %d\n", index,
                 static_cast<int>(c.kind), static_cast<int>(c.prec), static_cast<int>(c.mode),
                 (long long)c.m, (long long)c.n, (long long)c.k, (long long)c.vh, (long long)c.kh,
-                (long long)c.kd, (long long)c.vd, c.random ? 1 : 0);
+                (long long)c.kd, (long long)c.vd, c.random ? 1 : 0, static_cast<int>(c.inputs));
 }
 
 bool parse_case_line(const std::string& line, size_t& index, Case& c) {
   std::istringstream in(line);
   std::string word;
-  int kind = 0, prec = 0, mode = 0, random = 0;
+  int kind = 0, prec = 0, mode = 0, random = 0, inputs = 0;
   if (!(in >> word >> index >> kind >> prec >> mode >> c.m >> c.n >> c.k >> c.vh >> c.kh >> c.kd >>
-        c.vd >> random) || word != "case") {
+        c.vd >> random >> inputs) || word != "case") {
     return false;
   }
   if (kind < 0 || kind > static_cast<int>(CaseKind::quantize_i8) || prec < 0 || prec > 1 ||
-      mode < 0 || mode > 1) {
+      mode < 0 || mode > 1 || inputs < 0 || inputs > static_cast<int>(InputProfile::subnormal)) {
     return false;
   }
+  c.inputs = static_cast<InputProfile>(inputs);
   c.kind = static_cast<CaseKind>(kind);
   c.prec = static_cast<tb_prec>(prec);
   c.mode = static_cast<tb_act_mode>(mode);
