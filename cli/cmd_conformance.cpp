@@ -331,7 +331,7 @@ Command add_conformance(CLI::App& root) {
       "  twinbit conformance --plugin ./libmine.so --support --json support.json\n"
       "  twinbit conformance --seed 7 --generator 1             the case list of a pre-v2 report\n"
       "Suite time, cpu backend, 2-core machine (CPU seconds): --sweep quick --cases 50 about 10 s;\n"
-      "the default run (917 cases) about 65 s (docs/CONFORMANCE.md, CI time).\n\n") + kBackendOptionHelp);
+      "the default run (950 cases) about 65 s (docs/CONFORMANCE.md, CI time).\n\n") + kBackendOptionHelp);
   auto* b = app->add_option("--backend", opt->backends,
                             backend_option_help("Backend to test (default cpu); repeat it to test "
                                                 "several in one run, each case prepared once"))
