@@ -1,5 +1,5 @@
-// The deviated references (deviations.h): ref::gemm_f32_at, gemm_i8_at and quantize_activations
-// with one named departure each. Everything not named is the contract's, step for step.
+// The deviated references (deviations.h): ref::gemm_f32_at, gemm_i8_at, gemv_f32, gdn_delta and
+// quantize_activations with one named departure each. Everything not named is the contract's, step for step.
 #include "conformance/deviations.h"
 
 #include <cmath>
@@ -7,6 +7,7 @@
 
 #include "core/numerics.h"
 #include "core/reference.h"
+#include "core/tb_expf.h"
 #include <twinbit/status.hpp>
 
 namespace twinbit::conformance {
@@ -148,6 +149,47 @@ float deviant_gemm_i8_at(const tb_strips& w, const int8_t* xq_row, const float* 
     }
   }
   return fold(o, p, t, nsplit_of(w, d));
+}
+
+float deviant_gemv_f32_at(const tb_matrix_f32& w, const float* x, int64_t row, const Deviation& d) {
+  const Ops o{d};
+  float s[32];
+  for (int l = 0; l < 32; ++l) {  // the contract's 32 lanes: columns l, l + 32, ... ascending
+    s[l] = +0.0f;
+    for (int64_t c = l; c < w.cols; c += 32) s[l] = o.mad(w.data[row * w.cols + c], x[c], s[l]);
+  }
+  for (int off = 16; off >= 1; off /= 2) {  // and their halving tree
+    for (int l = 0; l < off; ++l) s[l] = o.add(s[l], s[l + off]);
+  }
+  return s[0];
+}
+
+void deviant_gdn_delta(const tb_gdn_args& a, const Deviation& d) {
+  const Ops o{d};
+  const int64_t per_key = a.vh / a.kh;
+  for (int64_t vi = 0; vi < a.vh; ++vi) {
+    const float* q = a.q + (vi / per_key) * a.kd;
+    const float* k = a.k + (vi / per_key) * a.kd;
+    float* S = a.state + vi * a.kd * a.vd;  // [kd][vd]
+    const float alpha = o.flush(tb_expf(o.flush(a.g[vi])));
+    const float bt = a.beta[vi];
+    for (int64_t dv = 0; dv < a.vd; ++dv) {
+      float kv = +0.0f;
+      for (int64_t dk = 0; dk < a.kd; ++dk) {  // decay the column, k . S
+        float& s = S[dk * a.vd + dv];
+        s = o.mul(s, alpha);
+        kv = o.mad(s, k[dk], kv);
+      }
+      const float tmp = o.mul(o.add(a.v[vi * a.vd + dv], -kv), bt);
+      float oa = +0.0f;
+      for (int64_t dk = 0; dk < a.kd; ++dk) {  // the delta update, q . S
+        float& s = S[dk * a.vd + dv];
+        s = o.mad(k[dk], tmp, s);
+        oa = o.mad(s, q[dk], oa);
+      }
+      a.o[vi * a.vd + dv] = oa;
+    }
+  }
 }
 
 void deviant_quantize(int64_t m, int64_t k, const float* x, int64_t ldx, int8_t* xq, int64_t ldxq,

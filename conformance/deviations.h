@@ -52,6 +52,11 @@ std::string deviation_kind_names();
 float deviant_gemm_f32_at(const tb_strips& w, const float* x_row, int64_t n, const Deviation& d);
 float deviant_gemm_i8_at(const tb_strips& w, const int8_t* xq_row, const float* xd_row, int64_t n,
                          const Deviation& d);
+// One output element (row) of ref::gemv_f32 computed with the deviation (unfused, flush_to_zero;
+// others: exact).
+float deviant_gemv_f32_at(const tb_matrix_f32& w, const float* x, int64_t row, const Deviation& d);
+// ref::gdn_delta with the deviation (unfused, flush_to_zero; others: exact).
+void deviant_gdn_delta(const tb_gdn_args& a, const Deviation& d);
 // ref::quantize_activations with the deviation (flush_to_zero, round_half_away; others: exact).
 void deviant_quantize(int64_t m, int64_t k, const float* x, int64_t ldx, int8_t* xq, int64_t ldxq,
                       float* xd, int64_t ldxd, const Deviation& d);

@@ -6,7 +6,8 @@
 //   unfused, tree_fold, tree_fold_lanes, flush_to_zero, split_plan (the draft plan, cap = ngroups),
 //   i8_scale_order, round_half_away
 //              gemm and quantize_i8 computed by the deviated reference (conformance/deviations.h);
-//              gemv_f32 and gdn_delta by the exact reference.
+//              gemv_f32 and gdn_delta too for flush_to_zero (a flushing backend flushes there
+//              as well); the other deviations' gemv_f32 and gdn_delta by the exact reference.
 //   wrong_at_2048
 //              the CPU backend, flipping the lowest mantissa bit of y[0][0] when N = K = 2048 (and
 //              only then): what a kernel tuned for one model projection gets wrong.
@@ -103,13 +104,24 @@ tb_code gemm(void* ctx, void* handle, const tb_gemm_args* a, tb_error* err) {
   return TB_OK;
 }
 
-tb_code gemv_f32(void*, void* handle, const float* x, float* y, tb_error*) {
-  twinbit::ref::gemv_f32(static_cast<Bound*>(handle)->view.matrix, x, y);
+tb_code gemv_f32(void* ctx, void* handle, const float* x, float* y, tb_error*) {
+  const tb_matrix_f32& w = static_cast<Bound*>(handle)->view.matrix;
+  const Deviation& dev = static_cast<Ctx*>(ctx)->dev;
+  if (dev.kind != DeviationKind::flush_to_zero) {
+    twinbit::ref::gemv_f32(w, x, y);
+    return TB_OK;
+  }
+  for (int64_t r = 0; r < w.rows; ++r) y[r] = twinbit::conformance::deviant_gemv_f32_at(w, x, r, dev);
   return TB_OK;
 }
 
-tb_code gdn_delta(void*, const tb_gdn_args* a, tb_error*) {
-  twinbit::ref::gdn_delta(*a);
+tb_code gdn_delta(void* ctx, const tb_gdn_args* a, tb_error*) {
+  const Deviation& dev = static_cast<Ctx*>(ctx)->dev;
+  if (dev.kind == DeviationKind::flush_to_zero) {
+    twinbit::conformance::deviant_gdn_delta(*a, dev);
+  } else {
+    twinbit::ref::gdn_delta(*a);
+  }
   return TB_OK;
 }
 
