@@ -35,6 +35,7 @@ explain split_plan      gemm_q8_f32_M1_N1024_K2048     split_plan
 explain split_plan      gemm_q4_i8_M1_N2048_K6144      split_plan
 explain i8_scale_order  gemm_q8_i8_M1_N1024_K2048      i8_scale_order
 explain round_half_away quantize_i8_M3_K2049           round_half_away
+explain flush_to_zero   gemm_q8_f32_M3_N33_K96_subnormal flush_to_zero
 # The exact backend's case has nothing to explain (exit 0), and a deviation the case cannot show
 # (round-half-away in a gemm: the gemm takes quantised activations) leaves it equal too.
 TWINBIT_TEST_DEVIATION=round_half_away "$tb" conformance --plugin "$deviant" --explain gemm_q8_i8_M3_N33_K96 >"$dir/out" 2>&1 \
@@ -52,6 +53,19 @@ nexp=$(grep -cE '^  reproduced by: (.*, )?unfused(,.*)?$' "$dir/out" || true)
 "$tb" conformance --explain no_such_case >"$dir/out" 2>"$dir/err"
 [ $? = 2 ] && grep -q "no case named 'no_such_case'" "$dir/err" && pass "--explain of an unknown case: usage error" \
   || bad "--explain unknown case: $(head -c 300 "$dir/err")"
+
+# The quick sweep catches a backend that flushes subnormals in its float paths, on the subnormal
+# family's cases (the standard inputs' subnormals are rounded away beside normal terms), and the
+# CPU backend gives the reference's bits on them.
+TWINBIT_TEST_DEVIATION=flush_to_zero "$tb" conformance --plugin "$deviant" --sweep quick --cases 0 \
+  --filter '*_subnormal' -q >"$dir/out" 2>&1
+rc=$?
+nsub=$(grep -cE '^DIFFER +(gemm_q[48]_f32_|gemv_f32_|gdn_delta_)[A-Z0-9_]*_subnormal:' "$dir/out" || true)
+[ "$rc" = 1 ] && [ "$nsub" = 4 ] && pass "quick sweep: the flush-to-zero backend differs on all 4 subnormal cases (F32 gemm, gemv_f32, gdn_delta)" \
+  || bad "flush_to_zero on the subnormal cases: exit $rc, $nsub differ: $(grep -E '^[A-Z]+ |result' "$dir/out" | head -c 1200)"
+"$tb" conformance --backend cpu --sweep quick --cases 0 --filter '*_subnormal' -q >"$dir/out" 2>&1 \
+  && grep -qE '^result: PASS' "$dir/out" && pass "the CPU backend passes the subnormal cases" \
+  || bad "cpu on the subnormal cases: $(head -c 1200 "$dir/out")"
 
 # The default sweeps catch a backend wrong only at N = K = 2048 (the CPU backend underneath).
 TWINBIT_TEST_DEVIATION=wrong_at_2048 "$tb" conformance --plugin "$deviant" --sweep quick --cases 50 -q >"$dir/out" 2>&1
