@@ -4,7 +4,8 @@
 // WHAT IS CHECKED. A case list is generated from a seed (generate_cases): a fixed sweep of gemm
 // shapes (M x N x K around the 32-wide group and strip sizes, K % 32 != 0 tails, both precisions,
 // both activation modes), gemv_f32, gemv_f32_pair, gdn_delta and quantize_i8 shapes, batch-invariance checks,
-// plus `random_cases` random awkward shapes. Every case draws fresh inputs from (seed, case name),
+// a subnormal family (InputProfile) that only a backend keeping subnormals passes, plus
+// `random_cases` random awkward shapes. Every case draws fresh inputs from (seed, case name),
 // so a case is reproducible on its own and never depends on which other cases ran.
 //
 // Every gemm case is called twice on one binding (the second call must give the same bits: a
