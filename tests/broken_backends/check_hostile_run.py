@@ -56,6 +56,12 @@ except Exception as e:  # noqa: BLE001 - any failure to parse is the finding
     print(f"FAIL: the JSON report does not parse: {e}")
     sys.exit(1)
 cases = {c["name"]: c for c in report["cases"]}
+# The plugin breaks by shape, so a case of the same shape on the subnormal inputs
+# (NAME_subnormal) gets the same verdict as NAME.
+for name in list(cases):
+    base = name.removesuffix("_subnormal")
+    if name != base and base in expected:
+        expected[name] = expected[base]
 check(len(cases) == report["totals"]["cases"] and len(cases) >= 40, f"{len(cases)} cases in the JSON")
 for name, (verdict, text) in expected.items():
     c = cases.get(name)
