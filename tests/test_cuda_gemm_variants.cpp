@@ -117,36 +117,73 @@ TEST_CASE("gpu gemm every benchmark variant (bench/cuda/gemm_variants.h) equals 
          v.force.cols = 1;
          v.force.all_slices = Toggle::kOff;
        }, false},
-      {"prefill: mma, plan's tile and slices", 33, kAuto, [](GemmVariant& v) { v.force.mma = Toggle::kOn; }, false},
+      {"prefill: mma, plan's tile and slices", 33, kAuto, [](GemmVariant& v) {
+         v.force.mma = Toggle::kOn;
+         v.force.mma_strips = Toggle::kOff;
+       }, false},
       {"prefill: mma, row tile 8, one slice", 33, kAuto, [](GemmVariant& v) {
          v.force.mma = Toggle::kOn;
+         v.force.mma_strips = Toggle::kOff;
          v.force.row_tile = 8;
          v.force.all_slices = Toggle::kOff;
        }, false},
       {"prefill: mma, row tile 16, every slice", 33, kAuto, [](GemmVariant& v) {
          v.force.mma = Toggle::kOn;
+         v.force.mma_strips = Toggle::kOff;
          v.force.row_tile = 16;
          v.force.all_slices = Toggle::kOn;
        }, false},
       {"prefill: mma, row tile 32, every slice", 33, kAuto, [](GemmVariant& v) {
          v.force.mma = Toggle::kOn;
+         v.force.mma_strips = Toggle::kOff;
          v.force.row_tile = 32;
          v.force.all_slices = Toggle::kOn;
        }, false},
       {"prefill: mma, row tile 64, one slice", 33, kAuto, [](GemmVariant& v) {
          v.force.mma = Toggle::kOn;
+         v.force.mma_strips = Toggle::kOff;
          v.force.row_tile = 64;
          v.force.all_slices = Toggle::kOff;
        }, false},
       {"prefill: mma, row tile 64, every slice", 33, kAuto, [](GemmVariant& v) {
          v.force.mma = Toggle::kOn;
+         v.force.mma_strips = Toggle::kOff;
          v.force.row_tile = 64;
          v.force.all_slices = Toggle::kOn;
        }, false},
       {"prefill: mma, row tile 8, every slice, M 2", 2, kAuto, [](GemmVariant& v) {
          v.force.mma = Toggle::kOn;
+         v.force.mma_strips = Toggle::kOff;
          v.force.row_tile = 8;
          v.force.all_slices = Toggle::kOn;
+       }, false},
+      // The tensor-core strip blocks: every row tile, partial tiles, one and several row tiles,
+      // and the mmas in program order (benchmark instantiation).
+      {"prefill: mma strips, plan's tile, M 2", 2, kAuto, [](GemmVariant& v) { v.force.mma_strips = Toggle::kOn; }, false},
+      {"prefill: mma strips, row tile 8, M 33", 33, kAuto, [](GemmVariant& v) {
+         v.force.mma = Toggle::kOn;
+         v.force.mma_strips = Toggle::kOn;
+         v.force.row_tile = 8;
+       }, false},
+      {"prefill: mma strips, row tile 16, M 17", 17, kAuto, [](GemmVariant& v) {
+         v.force.mma = Toggle::kOn;
+         v.force.mma_strips = Toggle::kOn;
+         v.force.row_tile = 16;
+       }, false},
+      {"prefill: mma strips, row tile 32, M 33", 33, kAuto, [](GemmVariant& v) {
+         v.force.mma = Toggle::kOn;
+         v.force.mma_strips = Toggle::kOn;
+         v.force.row_tile = 32;
+       }, false},
+      {"prefill: mma strips ordered, row tile 32, M 31", 31, kAuto, [](GemmVariant& v) {
+         v.force.mma = Toggle::kOn;
+         v.force.mma_strips = Toggle::kOn;
+         v.mma_ordered = true;
+       }, false},
+      {"prefill: mma strips ordered, row tile 8, M 5", 5, kAuto, [](GemmVariant& v) {
+         v.force.mma = Toggle::kOn;
+         v.force.mma_strips = Toggle::kOn;
+         v.mma_ordered = true;
        }, false},
   };
   cudaStream_t stream = nullptr;

@@ -52,6 +52,13 @@ KernelFn prefill_kernel(tb_prec prec, tb_act_mode mode, int mt, int cols, bool a
 // Integer tensor-core kernels (gemm_mma.cu; mode I8, M >= 2, sm_80 and newer): row tile mt (8,
 // 16, 32 or 64), one strip per warp, one slice per block or every slice; nullptr otherwise.
 KernelFn mma_kernel(tb_prec prec, int mt, bool all_slices);
+// Tensor-core strip blocks (gemm_mma_strips.cu; mode I8, M >= 2, sm_80 and newer): row tile mt
+// (8, 16 or 32); nullptr otherwise.
+KernelFn mma_strips_kernel(tb_prec prec, int mt);
+// Checks the geometry, then launches a tensor-core strip-block kernel (the product's, or a
+// benchmark instantiation of gemm_mma_strips.cuh) over row tiles of mt rows on `stream`.
+Status launch_mma_strips(const DeviceStrips& w, const GemmLaunch& a, int64_t nsplit, KernelFn kernel, int mt,
+                         cudaStream_t stream);
 // Threads per block of the tensor-core kernel of row tile mt (kThreads, or twice that at 64 rows:
 // two warps per strip split the rows).
 int mma_threads(int mt);

@@ -23,6 +23,7 @@
 #include <cstdint>
 
 #include "backends/cuda/device_numerics.cuh"
+#include "backends/cuda/gemm_mma.cuh"
 #include "backends/cuda/gemm_internal.h"
 #include "core/numerics.h"
 
@@ -38,71 +39,6 @@ constexpr int kMmaDepth = 2;
 // 2882 vs 2466 us, ptxas spilled), so one; the code keeps the split for a retune.
 template <int MT>
 constexpr int kRowWarps = 1;
-
-// One lane's share of a (strip, group) tile: 8 codes of each of its 4 columns (gid + 8q) and
-// their scales. q8: 8 contiguous bytes at 8 * tig of the column; q4: the 4 packed bytes at 4 * tig
-// (low nibbles k = 4t..4t+3, high nibbles k = 16+4t..16+4t+3: the fragment's own order).
-struct MmaTile {
-  uint32_t lo[4], hi[4];  // per column q: fragment words for k = 4t.. and 16+4t..
-  uint16_t scale[4];
-};
-
-template <tb_prec P>
-__device__ __forceinline__ MmaTile load_mma_tile(const uint8_t* tile_codes, const uint16_t* tile_scales,
-                                                 int gid, int tig) {
-  MmaTile t;
-#pragma unroll
-  for (int q = 0; q < 4; ++q) {
-    const int col = gid + 8 * q;
-    if constexpr (P == TB_PREC_Q8) {
-      const uint2 v = __ldg(reinterpret_cast<const uint2*>(tile_codes + col * 32 + tig * 8));
-      t.lo[q] = v.x;
-      t.hi[q] = v.y;
-    } else {
-      const uint32_t v = __ldg(reinterpret_cast<const uint32_t*>(tile_codes + col * 16 + tig * 4));
-      t.lo[q] = v;  // nibbles, turned into int8 words when used (keeps the ring small)
-      t.hi[q] = 0;
-    }
-    t.scale[q] = __ldg(tile_scales + col);
-  }
-  return t;
-}
-
-// Fragment words (int8 x 4) of column q: q4 nibbles u in [0, 15] become u - 8 per byte, no carries.
-template <tb_prec P>
-__device__ __forceinline__ void fragment_words(const MmaTile& t, int q, uint32_t& lo, uint32_t& hi) {
-  if constexpr (P == TB_PREC_Q8) {
-    lo = t.lo[q];
-    hi = t.hi[q];
-  } else {
-    lo = ((t.lo[q] & 0x0F0F0F0Fu) + 0x78787878u) ^ 0x80808080u;
-    hi = (((t.lo[q] >> 4) & 0x0F0F0F0Fu) + 0x78787878u) ^ 0x80808080u;
-  }
-}
-
-// d = A (16 x 32 int8) * B (32 x 8 int8), exact int32, zero accumulator.
-__device__ __forceinline__ void mma_s8(const uint32_t (&a)[4], uint2 b, int (&d)[4]) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  // volatile keeps the mmas in program order. Without it (free interleaving) the H200 measured
-  // small tiles faster (lm_head M = 2, row tile 8: 139 -> 117 us) but the tiles the plan picks
-  // slower (lm_head M = 512: 2466 -> 2760 us, M = 128: 693 -> 761; gate_up M = 512: 220 -> 243).
-  asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-      "{%10,%10,%10,%10};\n"
-      : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b.x), "r"(b.y), "r"(0));
-#else
-  // Integer mma needs sm_80; the plan never picks these kernels on an older device
-  // (launch_gemm checks the compute capability).
-  d[0] = d[1] = d[2] = d[3] = 0;
-  __trap();
-#endif
-}
-
-// float(isum) exactly for |isum| < 2^22 (|isum| <= 520192 here): the integer in the mantissa of
-// 1.5 * 2^23, then one exact subtraction (two full-rate instructions; I2F is quarter rate).
-__device__ __forceinline__ float exact_float(int isum) {
-  return __fsub_rn(__int_as_float(0x4B400000 + isum), 12582912.0f);
-}
 
 template <int MT>
 struct MmaStage {
@@ -120,17 +56,8 @@ __device__ __forceinline__ void stage_mma(const Params& p, MmaStage<MT>& s, int6
   for (int i = threadIdx.x; i < cn * kJ * 32; i += kBlock) {
     const int l = i & 31, j = (i >> 5) % kJ, gl = (i >> 5) / kJ;
     const int r = j * 8 + (l >> 2), tig = l & 3;
-    uint2 v = make_uint2(0, 0);
-    if (r < rows) {
-      const int8_t* row = p.xq + (m0 + r) * kp + (c0 + gl) * 32;
-      if constexpr (P == TB_PREC_Q8) {
-        v = __ldg(reinterpret_cast<const uint2*>(row + tig * 8));
-      } else {
-        v.x = __ldg(reinterpret_cast<const uint32_t*>(row + tig * 4));
-        v.y = __ldg(reinterpret_cast<const uint32_t*>(row + 16 + tig * 4));
-      }
-    }
-    s.b[gl][j][l] = v;
+    const int8_t* row = p.xq + (m0 + (r < rows ? r : 0)) * kp + (c0 + gl) * 32;
+    s.b[gl][j][l] = load_act_fragment<P>(row, r < rows, tig);
   }
   for (int i = threadIdx.x; i < cn * MT; i += kBlock) {
     const int gl = i / MT, r = i % MT;
@@ -222,6 +149,9 @@ __global__ void __launch_bounds__(kThreads * kRowWarps<MT>) gemm_mma_kernel(cons
 #pragma unroll
                 for (int h = 0; h < 2; ++h) {
                   int d[4];
+                  // Ordered (volatile): free interleaving measured small tiles faster (lm_head M = 2,
+                  // row tile 8: 139 -> 117 us) but the tiles the plan picks slower (lm_head M = 512:
+                  // 2466 -> 2760 us, M = 128: 693 -> 761; gate_up M = 512: 220 -> 243).
                   mma_s8(a[h], bf, d);
 #pragma unroll
                   for (int e = 0; e < 4; ++e) {

@@ -165,14 +165,19 @@ PrefillPlan plan_prefill(tb_act_mode mode, const GemmForce& a, int64_t nstrips, 
   return pl;
 }
 
-// Rows per block of the tensor-core kernels: the smallest tile that holds M, 64 past it.
-int mma_row_tile(int64_t m, int forced) {
-  if (forced == 8 || forced == 16 || forced == 32 || forced == 64) return forced;
-  return m <= 8 ? 8 : m <= 16 ? 16 : m <= 32 ? 32 : 64;
+// Rows per block of the tensor-core kernels: the smallest tile that holds M, 64 past it (32 in
+// the strip blocks).
+int mma_row_tile(int64_t m, int forced, bool strips) {
+  if (forced == 8 || forced == 16 || forced == 32 || (forced == 64 && !strips)) return forced;
+  return m <= 8 ? 8 : m <= 16 ? 16 : (m <= 32 || strips) ? 32 : 64;
 }
 
 // The product's kernel for schedule s, or nullptr.
 detail::KernelFn product_kernel(const DeviceStrips& w, const GemmLaunch& a, const GemmSchedule& s) {
+  if (s.mma && s.mma_strips) {
+    const bool ok = a.mode == TB_ACT_I8 && a.m > 1 && s.cols == 1 && !s.rows_inner;
+    return ok ? detail::mma_strips_kernel(w.prec, s.row_tile) : nullptr;
+  }
   if (s.mma) {
     const bool ok = a.mode == TB_ACT_I8 && a.m > 1 && s.cols == 1 && !s.rows_inner;
     return ok ? detail::mma_kernel(w.prec, s.row_tile, s.all_slices) : nullptr;
@@ -187,6 +192,9 @@ detail::KernelFn product_kernel(const DeviceStrips& w, const GemmLaunch& a, cons
 // Launches a checked launch's schedule.
 Status launch_planned(const DeviceStrips& w, const GemmLaunch& a, const GemmSchedule& s, cudaStream_t stream) {
   if (s.strip_blocks) return detail::launch_strip(w, a, s.nsplit, stream);
+  if (s.mma && s.mma_strips) {
+    return detail::launch_mma_strips(w, a, s.nsplit, product_kernel(w, a, s), s.row_tile, stream);
+  }
   return detail::launch_slice_blocks(w, a, s.nsplit, product_kernel(w, a, s), s.row_tile, s.cols,
                                      s.all_slices ? s.nsplit : 1, stream,
                                      s.mma ? detail::mma_threads(s.row_tile) : detail::kThreads);
@@ -209,16 +217,18 @@ GemmSchedule plan_gemm(const DeviceStrips& w, const GemmLaunch& a, int64_t nspli
                      (a.decode == DecodePath::kStripBlocks || (a.decode == DecodePath::kAuto && strips_auto));
     return s;
   }
-  const int mma_tile = mma_row_tile(a.m, force.row_tile);
+  const bool strips = force.mma_strips == Toggle::kOn || (force.mma_strips == Toggle::kAuto && a.m <= 32);
+  const int mma_tile = mma_row_tile(a.m, force.row_tile, strips);
   const int64_t mma_blocks = ceil_div(nstrips, kStripsPerBlock) * ceil_div(a.m, mma_tile);
-  const bool mma_auto = a.m > 32 || (a.m >= 16 && mma_blocks >= 2 * sms);
+  const bool mma_auto = strips || a.m > 32 || (a.m >= 16 && mma_blocks >= 2 * sms);
   if (a.mode == TB_ACT_I8 && force.cols != 2 &&
       (force.mma == Toggle::kOn || (force.mma == Toggle::kAuto && mma_auto))) {
-    // Integer tensor cores: one strip per warp, every slice per block (the fold in registers:
-    // faster wherever the plan picks them; one slice per block only when forced).
+    // Integer tensor cores: strip blocks, or row-tile blocks with one strip per warp and every
+    // slice per block (the fold in registers; one slice per block only when forced).
     s.mma = true;
+    s.mma_strips = strips;
     s.row_tile = mma_tile;
-    s.all_slices = force.all_slices != Toggle::kOff;
+    s.all_slices = !strips && force.all_slices != Toggle::kOff;
     return s;
   }
   s.row_tile = row_tile_for(a.m, w.np, force.row_tile);

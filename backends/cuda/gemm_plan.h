@@ -48,6 +48,8 @@ struct GemmSchedule {
   bool rows_inner = false;    // prefill, mode F32, one strip per warp: the rows inside the k loop
   bool mma = false;           // prefill, mode I8: integer tensor cores (gemm_mma.cu), row tile 8,
                               // 16, 32 or 64, one strip per warp, one or every slice per block
+  bool mma_strips = false;    // with mma: the strip-block form (gemm_mma_strips.cuh): the slices
+                              // of a strip over a block's warps, row tile 8, 16 or 32
 };
 
 // A choice of the plan left to it (kAuto) or forced off / on.
@@ -64,6 +66,8 @@ struct GemmForce {
   Toggle rows_inner = Toggle::kAuto;
   Toggle mma = Toggle::kAuto;         // mode I8, M >= 2: the tensor cores (kOn), the dp4a slice
                                       // blocks (kOff), or the plan's rule (kAuto)
+  Toggle mma_strips = Toggle::kAuto;  // with the tensor cores: strip blocks (kOn) or row-tile
+                                      // blocks (kOff)
 };
 
 // The plan for a.m rows in mode a.mode with nsplit slices on a device of `sms` multiprocessors;

@@ -423,10 +423,12 @@ Status run_cuda(const Options& opt, std::vector<Case>& out) {
             add("dp4a", [](GemmVariant& v) { v.force.mma = Toggle::kOff; });
             add("mma_allslices", [](GemmVariant& v) {
               v.force.mma = Toggle::kOn;
+              v.force.mma_strips = Toggle::kOff;
               v.force.all_slices = Toggle::kOn;
             });
             add("mma_oneslice", [](GemmVariant& v) {
               v.force.mma = Toggle::kOn;
+              v.force.mma_strips = Toggle::kOff;
               v.force.all_slices = Toggle::kOff;
             });
             const int def = m <= 8 ? 8 : m <= 16 ? 16 : m <= 32 ? 32 : 64;
@@ -434,6 +436,26 @@ Status run_cuda(const Options& opt, std::vector<Case>& out) {
               const int rt = def / 2;
               add(Format("mma_rowtile%d", rt).c_str(), [rt](GemmVariant& v) {
                 v.force.mma = Toggle::kOn;
+                v.force.mma_strips = Toggle::kOff;
+                v.force.row_tile = rt;
+              });
+            }
+            // The tensor-core strip blocks: the plan's row tile, the mmas in program order, and
+            // the smaller row tiles (more blocks, each weight tile read again from L2).
+            add("mma_strips", [](GemmVariant& v) {
+              v.force.mma = Toggle::kOn;
+              v.force.mma_strips = Toggle::kOn;
+            });
+            add("mma_strips_ordered", [](GemmVariant& v) {
+              v.force.mma = Toggle::kOn;
+              v.force.mma_strips = Toggle::kOn;
+              v.mma_ordered = true;
+            });
+            for (int rt : {8, 16}) {
+              if (rt >= std::min(def, 32)) continue;
+              add(Format("mma_strips_rowtile%d", rt).c_str(), [rt](GemmVariant& v) {
+                v.force.mma = Toggle::kOn;
+                v.force.mma_strips = Toggle::kOn;
                 v.force.row_tile = rt;
               });
             }

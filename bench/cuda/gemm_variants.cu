@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "backends/cuda/gemm_internal.h"
+#include "backends/cuda/gemm_mma_strips.cuh"
 #include "backends/cuda/gemm_slice_kernel.cuh"
 #include "core/numerics.h"
 
@@ -87,6 +88,17 @@ Status launch_decode_variant(const cuda::DeviceStrips& w, const cuda::GemmLaunch
   return cuda::detail::launch_slice_blocks(w, a, nsplit, kernel, 1, 1, slices_per_block, stream);
 }
 
+// The tensor-core strip kernel with the mmas in program order (the product's are not).
+KernelFn mma_strips_ordered(tb_prec prec, int mt) {
+  using cuda::detail::gemm_mma_strips_kernel;
+  switch (mt) {
+    case 8: return prec == kQ8 ? gemm_mma_strips_kernel<kQ8, 8, true> : gemm_mma_strips_kernel<kQ4, 8, true>;
+    case 16: return prec == kQ8 ? gemm_mma_strips_kernel<kQ8, 16, true> : gemm_mma_strips_kernel<kQ4, 16, true>;
+    case 32: return prec == kQ8 ? gemm_mma_strips_kernel<kQ8, 32, true> : gemm_mma_strips_kernel<kQ4, 32, true>;
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 Status launch_gemm_variant(const cuda::DeviceStrips& w, const cuda::GemmLaunch& a, const GemmVariant& v,
@@ -124,7 +136,12 @@ Status launch_gemm_variant(const cuda::DeviceStrips& w, const cuda::GemmLaunch& 
     return Error(TB_INVALID_ARGUMENT, "gemm variant: merged slices, depth 2 and I2F are decode kernels "
                  "(M = 1), not for %lld rows", static_cast<long long>(a.m));
   }
-  if (s.mma) return cuda::launch_gemm_schedule(w, a, s, stream);  // every tensor-core form is the product's
+  if (v.mma_ordered && !(s.mma && s.mma_strips)) {
+    return Error(TB_INVALID_ARGUMENT, "gemm variant: ordered mmas exist in the tensor-core strip blocks only "
+                 "(mode I8, M >= 2, strip blocks)");
+  }
+  if (v.mma_ordered) return cuda::detail::launch_mma_strips(w, a, nsplit, mma_strips_ordered(w.prec, s.row_tile), s.row_tile, stream);
+  if (s.mma) return cuda::launch_gemm_schedule(w, a, s, stream);  // the other tensor-core forms are the product's
   if (mma_tile) {
     return Error(TB_INVALID_ARGUMENT, "gemm variant: row tile %d is a tensor-core tile (mode I8, M >= 2)", rt);
   }

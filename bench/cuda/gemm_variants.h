@@ -13,6 +13,7 @@
 //   depth 2    decode: two weight tiles in flight per warp instead of one
 //   i2f        decode, q8 mode F32: codes become floats by the I2F conversion instead of the byte
 //              permute into 2^23 and one exact subtraction
+//   mma_ordered  tensor-core strip blocks with the mmas in program order (asm volatile)
 // and, through the forced prefill choices, the prefill forms the plan never picks (one strip per
 // warp with rows inside the k loop over one slice, or rows outside over every slice; two strips
 // per warp over every slice in mode F32, or one slice in mode I8). A variant the product
@@ -41,6 +42,8 @@ struct GemmVariant {
   bool i2f = false;           // q8, mode F32, one slice per block (not merged), depth 1
   // Decode slice blocks, or prefill with two strips per warp.
   bool unpacked = false;
+  // Tensor-core strip blocks (mode I8, M >= 2): the mmas kept in program order (asm volatile).
+  bool mma_ordered = false;
 };
 
 // Launches variant v of the gemm (a's buffers and rows) asynchronously on `stream`, after

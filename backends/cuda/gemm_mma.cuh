@@ -1,0 +1,113 @@
+// Device pieces shared by the integer tensor-core kernels of the CUDA gemm (gemm_mma.cu: row-tile
+// blocks; gemm_mma_strips.cu: strip blocks). One mma.sync.m16n8k32.s32.s8.s8.s32 computes the
+// exact int32 group sums of 16 weight columns (the mma's M) x 8 activation rows (its N): the
+// weights are the A operand, the activations the B operand, in the same permuted k order.
+//
+// Fragment mapping (PTX ISA, m16n8k32 .s8): lane = 4 gid + tig. A lane holds A rows gid and
+// gid + 8 (weight columns) and B column gid (an activation row), 8 k values of each; D element
+// i of a lane is (A row gid + 8 (i >> 1), B column 2 tig + (i & 1)).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include <twinbit/backend.h>
+
+namespace twinbit::cuda::detail {
+
+// One lane's share of a (strip, group) tile: 8 codes of each of its 4 columns (gid + 8q) and
+// their scales. q8: 8 contiguous bytes at 8 * tig of the column; q4: the 4 packed bytes at 4 * tig
+// (low nibbles k = 4t..4t+3, high nibbles k = 16+4t..16+4t+3: the fragment's own order).
+struct MmaTile {
+  uint32_t lo[4], hi[4];  // per column q: fragment words for k = 4t.. and 16+4t..
+  uint16_t scale[4];
+};
+
+template <tb_prec P>
+__device__ __forceinline__ MmaTile load_mma_tile(const uint8_t* tile_codes, const uint16_t* tile_scales,
+                                                 int gid, int tig) {
+  MmaTile t;
+#pragma unroll
+  for (int q = 0; q < 4; ++q) {
+    const int col = gid + 8 * q;
+    if constexpr (P == TB_PREC_Q8) {
+      const uint2 v = __ldg(reinterpret_cast<const uint2*>(tile_codes + col * 32 + tig * 8));
+      t.lo[q] = v.x;
+      t.hi[q] = v.y;
+    } else {
+      const uint32_t v = __ldg(reinterpret_cast<const uint32_t*>(tile_codes + col * 16 + tig * 4));
+      t.lo[q] = v;  // nibbles, turned into int8 words when used (keeps the ring small)
+      t.hi[q] = 0;
+    }
+    t.scale[q] = __ldg(tile_scales + col);
+  }
+  return t;
+}
+
+// Fragment words (int8 x 4) of column q: q4 nibbles u in [0, 15] become u - 8 per byte, no carries.
+template <tb_prec P>
+__device__ __forceinline__ void fragment_words(const MmaTile& t, int q, uint32_t& lo, uint32_t& hi) {
+  if constexpr (P == TB_PREC_Q8) {
+    lo = t.lo[q];
+    hi = t.hi[q];
+  } else {
+    lo = ((t.lo[q] & 0x0F0F0F0Fu) + 0x78787878u) ^ 0x80808080u;
+    hi = (((t.lo[q] >> 4) & 0x0F0F0F0Fu) + 0x78787878u) ^ 0x80808080u;
+  }
+}
+
+// d = c + A (16 x 32 int8) * B (32 x 8 int8), exact int32 (c is every accumulator's start: 0, or
+// kFloatBias). kOrdered (asm volatile) keeps the mmas in program order; without it the compiler
+// interleaves them with the loads.
+template <bool kOrdered = true>
+__device__ __forceinline__ void mma_s8(const uint32_t (&a)[4], uint2 b, int (&d)[4], int c = 0) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#define TB_MMA_S8 "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%10,%10,%10};\n"
+  if constexpr (kOrdered) {
+    asm volatile(TB_MMA_S8 : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b.x), "r"(b.y), "r"(c));
+  } else {
+    asm(TB_MMA_S8 : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b.x), "r"(b.y), "r"(c));
+  }
+#undef TB_MMA_S8
+#else
+  // Integer mma needs sm_80; the plan never picks these kernels on an older device
+  // (launch_gemm checks the compute capability).
+  d[0] = d[1] = d[2] = d[3] = 0;
+  __trap();
+#endif
+}
+
+// The bits of 1.5 * 2^23: an integer |v| < 2^22 added to them is v in the float's mantissa.
+constexpr int kFloatBias = 0x4B400000;
+
+// float(isum) from an mma whose accumulators started at kFloatBias (d = kFloatBias + isum, the
+// tensor core's exact integer add): one exact subtraction.
+__device__ __forceinline__ float biased_float(int d) { return __fsub_rn(__int_as_float(d), 12582912.0f); }
+
+// float(isum) exactly for |isum| < 2^22 (|isum| <= 520192 here): the integer in the mantissa of
+// 1.5 * 2^23, then one exact subtraction (two full-rate instructions; I2F is quarter rate).
+__device__ __forceinline__ float exact_float(int isum) {
+  return biased_float(kFloatBias + isum);
+}
+
+// One lane's B fragment (8 codes of activation row `row`, group at `group_codes`) in the k order
+// of its weight fragment: q8 the 8 contiguous bytes at 8 tig; q4 the bytes at 4 tig and 16 + 4 tig
+// (the packed nibbles' order). Zero for a row past the tile's end.
+template <tb_prec P>
+__device__ __forceinline__ uint2 load_act_fragment(const int8_t* group_codes, bool valid, int tig) {
+  uint2 v = make_uint2(0, 0);
+  if (valid) {
+    if constexpr (P == TB_PREC_Q8) {
+      v = __ldg(reinterpret_cast<const uint2*>(group_codes + tig * 8));
+    } else {
+      v.x = __ldg(reinterpret_cast<const uint32_t*>(group_codes + tig * 4));
+      v.y = __ldg(reinterpret_cast<const uint32_t*>(group_codes + 16 + tig * 4));
+    }
+  }
+  return v;
+}
+
+}  // namespace twinbit::cuda::detail

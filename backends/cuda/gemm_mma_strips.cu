@@ -1,0 +1,91 @@
+// The product's tensor-core strip-block kernels (gemm_mma_strips.cuh) and their launcher.
+#include <algorithm>
+#include <climits>
+#include <map>
+#include <mutex>
+#include <utility>
+
+#include "backends/cuda/cuda_status.h"
+#include "backends/cuda/gemm_mma_strips.cuh"
+
+namespace twinbit::cuda::detail {
+namespace {
+
+// The product's mma ordering in these kernels: free (the compiler interleaves the mmas with the
+// loads and the float step).
+constexpr bool kStripsOrdered = false;
+
+template <tb_prec P>
+KernelFn mma_strips_kernel_of(int mt) {
+  switch (mt) {
+    case 8: return gemm_mma_strips_kernel<P, 8, kStripsOrdered>;
+    case 16: return gemm_mma_strips_kernel<P, 16, kStripsOrdered>;
+    case 32: return gemm_mma_strips_kernel<P, 32, kStripsOrdered>;
+  }
+  return nullptr;
+}
+
+// Lets `kernel` take `bytes` of dynamic shared memory (past the default 48 KiB), once per size.
+Status allow_smem(KernelFn kernel, size_t bytes) {
+  static std::mutex mu;
+  static std::map<KernelFn, size_t> allowed;
+  std::lock_guard<std::mutex> lock(mu);
+  size_t& have = allowed[kernel];
+  if (have >= bytes) return Status();
+  TB_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
+  have = bytes;
+  return Status();
+}
+
+}  // namespace
+
+KernelFn mma_strips_kernel(tb_prec prec, int mt) {
+  switch (prec) {
+    case TB_PREC_Q8: return mma_strips_kernel_of<TB_PREC_Q8>(mt);
+    case TB_PREC_Q4: return mma_strips_kernel_of<TB_PREC_Q4>(mt);
+  }
+  return nullptr;
+}
+
+Status launch_mma_strips(const DeviceStrips& w, const GemmLaunch& a, int64_t nsplit, KernelFn kernel, int mt,
+                         cudaStream_t stream) {
+  if (!kernel || (mt != 8 && mt != 16 && mt != 32) || nsplit < 1 || a.m < 2) {
+    return Error(TB_INTERNAL, "gemm tensor-core strip launch: %s kernel, row tile %d, %lld slices, "
+                 "%lld rows (expected a kernel, row tile 8, 16 or 32, nsplit >= 1, M >= 2)",
+                 kernel ? "a" : "no", mt, static_cast<long long>(nsplit), static_cast<long long>(a.m));
+  }
+  const int64_t nstrips = w.np / 32, ngroups = w.kp / 32;
+  const int64_t ways = std::min<int64_t>(nsplit, kMmaStripWarps), strips = kMmaStripWarps / ways;
+  const int64_t row_tiles = ceil_div(a.m, mt);
+  const int64_t strip_blocks = ceil_div(nstrips, strips);
+  const int64_t blocks = strip_blocks * row_tiles;
+  if (blocks < 1 || blocks > INT_MAX || nsplit > ngroups) {
+    return Error(TB_INTERNAL, "gemm tensor-core strip launch geometry: %lld blocks for %lld strips x "
+                 "%lld row tiles, %lld slices of %lld groups (grid limit %d, a slice needs a group)",
+                 static_cast<long long>(blocks), static_cast<long long>(nstrips),
+                 static_cast<long long>(row_tiles), static_cast<long long>(nsplit),
+                 static_cast<long long>(ngroups), INT_MAX);
+  }
+  const size_t smem = mma_strips_smem_bytes(mt, static_cast<int>(strips));
+  TB_RETURN_IF_ERROR(allow_smem(kernel, smem));
+  Params p{};
+  p.codes = w.codes;
+  p.scales = w.scales;
+  p.xq = a.xq;
+  p.xd = a.xd;
+  p.y = a.y;
+  p.m = a.m;
+  p.n = static_cast<int>(w.n);
+  p.np = static_cast<int>(w.np);
+  p.ngroups = static_cast<int>(ngroups);
+  p.nsplit = static_cast<int>(nsplit);
+  p.nstrips = static_cast<int>(nstrips);
+  p.strip_blocks = static_cast<int>(strip_blocks);
+  p.row_tiles = static_cast<int>(row_tiles);
+  p.slices_per_block = static_cast<int>(nsplit);
+  kernel<<<static_cast<unsigned>(blocks), kMmaStripThreads, smem, stream>>>(p);
+  TB_CUDA_TRY(cudaGetLastError());
+  return Status();
+}
+
+}  // namespace twinbit::cuda::detail

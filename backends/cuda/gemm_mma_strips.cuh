@@ -1,0 +1,179 @@
+// The tensor-core strip-block kernel of the CUDA gemm (mode I8, M >= 2): a template shared by the
+// product (gemm_mma_strips.cu) and the benchmark's variants (bench/cuda/gemm_variants.cu), which
+// instantiate it with the other mma ordering.
+//
+// WHY. The row-tile tensor-core kernel (gemm_mma.cu) gives a block 4 strips and every slice: on
+// a projection of a few hundred strips (gate_up: 384) that is fewer blocks than the GPU has
+// multiprocessors, and with one slice per block the partials round trip through global memory.
+// Here the parallelism is the contract's own: the slices of a column are independent sums until
+// the fold, so the warps of a block take the slices of its strips and fold them through shared
+// memory, in ascending z, after each round.
+//
+// MAPPING. A block of 8 warps owns `strips` = 8 / ways adjacent strips and a tile of MT rows
+// (8, 16 or 32; row tile fastest in the grid, so the tiles of a strip read its weights from L2);
+// ways = min(nsplit, 8) warps per strip. In round r, warp `way` of a strip computes slice
+// z = r * ways + way: per group one 1 KiB (q8) weight tile, two m16n8k32 mmas per 8-row tile
+// (gemm_mma.cuh), and the float step of the contract per (column, row, group) in ascending g on
+// the CUDA cores: three instructions, as the mma's accumulators start at the bits of 1.5 * 2^23
+// (p = one exact FADD, t = ws * xd one FMUL, the FFMA). The activations are read from global memory (L1-resident: every warp of the
+// SM reads the same row tile). Each warp keeps kDepth weight tiles in flight, across slice and
+// round boundaries. After a round every warp leaves its slice sums in shared memory; after one
+// barrier the block adds them to its running outputs, out = out + a[z] in ascending z (double-
+// buffered rounds: one barrier per round). The last barrier is followed by coalesced stores.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "backends/cuda/device_numerics.cuh"
+#include "backends/cuda/gemm_internal.h"
+#include "backends/cuda/gemm_mma.cuh"
+#include "core/numerics.h"
+
+namespace twinbit::cuda::detail {
+
+constexpr int kMmaStripWarps = 8;
+constexpr int kMmaStripThreads = kMmaStripWarps * 32;
+// Weight tiles in flight per warp ahead of the one computed.
+constexpr int kMmaStripDepth = 2;
+
+// Dynamic shared memory of a launch: two rounds of slot sums (one slot per warp) and the running
+// outputs of the block's strips, MT x 32 floats each.
+constexpr size_t mma_strips_smem_bytes(int mt, int strips) {
+  return static_cast<size_t>(2 * kMmaStripWarps + strips) * static_cast<size_t>(mt) * 32 * sizeof(float);
+}
+
+// Blocks per SM the registers are held to: three at 8 rows, two above (ptxas's free choice left
+// 8-row tiles at 87 registers, two blocks, and 32-row tiles at 160, one block).
+template <int MT>
+constexpr int kMmaStripMinBlocks = MT == 8 ? 3 : 2;
+
+template <tb_prec P, int MT, bool kOrdered>
+__global__ void __launch_bounds__(kMmaStripThreads, kMmaStripMinBlocks<MT>) gemm_mma_strips_kernel(const Params p) {
+  constexpr int kJ = MT / 8, kTile = MT * 32;
+  constexpr int kTileBytes = P == TB_PREC_Q8 ? 1024 : 512;
+  extern __shared__ __align__(16) float smem[];
+  const int warp = static_cast<int>(threadIdx.x >> 5), lane = static_cast<int>(threadIdx.x & 31);
+  const int gid = lane >> 2, tig = lane & 3;
+  const int ways = min(p.nsplit, kMmaStripWarps), strips = kMmaStripWarps / ways;
+  const int mt = static_cast<int>(blockIdx.x % static_cast<unsigned>(p.row_tiles));
+  const int sb = static_cast<int>(blockIdx.x / static_cast<unsigned>(p.row_tiles));
+  const int ls = warp / ways, way = warp % ways;
+  const int strip = sb * strips + ls;
+  const bool active = ls < strips && strip < p.nstrips;
+  const int64_t m0 = static_cast<int64_t>(mt) * MT;
+  const int rows = static_cast<int>(min(static_cast<int64_t>(MT), p.m - m0));
+  const int64_t kp = static_cast<int64_t>(p.ngroups) * 32;
+  const int rounds = (p.nsplit + ways - 1) / ways;
+
+  float* const slots = smem;                              // [2][warps][kTile], fragment order
+  float* const out = smem + 2 * kMmaStripWarps * kTile;   // [strips][kTile], fragment order
+  const int nout = strips * kTile;
+  for (int i = static_cast<int>(threadIdx.x); i < nout; i += kMmaStripThreads) out[i] = 0.0f;  // out = +0
+
+  // The load cursor: the warp's next group to fetch (slices way, way + ways, ...).
+  const int64_t tile0 = static_cast<int64_t>(active ? strip : 0) * p.ngroups;
+  const uint8_t* const codes = p.codes + tile0 * kTileBytes;
+  const uint16_t* const scales = p.scales + tile0 * 32;
+  int wz = active ? way : p.nsplit;
+  int wg = 0, wend = 0;
+  if (wz < p.nsplit) {
+    wg = static_cast<int>(slice_begin(p.ngroups, p.nsplit, wz));
+    wend = static_cast<int>(slice_end(p.ngroups, p.nsplit, wz));
+  }
+  const auto fetch = [&](MmaTile& t) {
+    t = load_mma_tile<P>(codes + static_cast<int64_t>(wg) * kTileBytes, scales + static_cast<int64_t>(wg) * 32, gid, tig);
+    if (++wg == wend) {
+      wz += ways;
+      if (wz < p.nsplit) {
+        wg = static_cast<int>(slice_begin(p.ngroups, p.nsplit, wz));
+        wend = static_cast<int>(slice_end(p.ngroups, p.nsplit, wz));
+      }
+    }
+  };
+  MmaTile ring[kMmaStripDepth];
+#pragma unroll
+  for (int i = 0; i < kMmaStripDepth; ++i) {
+    if (wz < p.nsplit) fetch(ring[i]);
+  }
+
+#pragma unroll 1
+  for (int r = 0; r < rounds; ++r) {
+    const int z = r * ways + way;
+    float acc[kJ][8];
+#pragma unroll
+    for (int j = 0; j < kJ; ++j) {
+#pragma unroll
+      for (int e = 0; e < 8; ++e) acc[j][e] = 0.0f;
+    }
+    if (active && z < p.nsplit) {
+      const int gb = static_cast<int>(slice_begin(p.ngroups, p.nsplit, z));
+      const int ge = static_cast<int>(slice_end(p.ngroups, p.nsplit, z));
+#pragma unroll 1
+      for (int g = gb; g < ge; ++g) {  // ascending g
+        const MmaTile t = ring[0];
+#pragma unroll
+        for (int i = 0; i + 1 < kMmaStripDepth; ++i) ring[i] = ring[i + 1];
+        if (wz < p.nsplit) fetch(ring[kMmaStripDepth - 1]);
+        uint32_t a[2][4];
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          fragment_words<P>(t, 2 * h, a[h][0], a[h][2]);      // column 16h + gid
+          fragment_words<P>(t, 2 * h + 1, a[h][1], a[h][3]);  // column 16h + gid + 8
+        }
+        float ws[4];
+#pragma unroll
+        for (int q = 0; q < 4; ++q) ws[q] = scale_to_float(t.scale[q]);
+#pragma unroll
+        for (int j = 0; j < kJ; ++j) {
+          if (j * 8 < rows) {  // block-uniform: empty 8-row tiles are skipped
+            const int rb = j * 8 + gid, rx = j * 8 + 2 * tig;
+            const uint2 bf = load_act_fragment<P>(p.xq + (m0 + (rb < rows ? rb : 0)) * kp + g * 32, rb < rows, tig);
+            const float xd0 = rx < rows ? __ldg(p.xd + (m0 + rx) * p.ngroups + g) : 0.0f;
+            const float xd1 = rx + 1 < rows ? __ldg(p.xd + (m0 + rx + 1) * p.ngroups + g) : 0.0f;
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+              int d[4];
+              mma_s8<kOrdered>(a[h], bf, d, kFloatBias);  // the sums arrive biased: p costs one FADD
+#pragma unroll
+              for (int e = 0; e < 4; ++e) {
+                const float tg = __fmul_rn(ws[2 * h + (e >> 1)], (e & 1) ? xd1 : xd0);  // t = ws * xd
+                acc[j][4 * h + e] = __fmaf_rn(biased_float(d[e]), tg, acc[j][4 * h + e]);
+              }
+            }
+          }
+        }
+      }
+    }
+    float* const slot = slots + ((r & 1) * kMmaStripWarps + warp) * kTile;
+#pragma unroll
+    for (int j = 0; j < kJ; ++j) {
+#pragma unroll
+      for (int e = 0; e < 8; ++e) slot[(j * 8 + e) * 32 + lane] = acc[j][e];
+    }
+    __syncthreads();
+    // The fold of this round's slices r * ways .. (each element always by the same thread).
+    const float* const round = slots + (r & 1) * kMmaStripWarps * kTile;
+    const int valid = min(ways, p.nsplit - r * ways);
+    for (int i = static_cast<int>(threadIdx.x); i < nout; i += kMmaStripThreads) {
+      const int s = i / kTile, e = i % kTile;
+      float v = out[i];
+      for (int q = 0; q < valid; ++q) v = __fadd_rn(v, round[(s * ways + q) * kTile + e]);  // ascending z
+      out[i] = v;
+    }
+  }
+  __syncthreads();
+  // Stores, column fastest: element (row, c) of a strip sits at fragment index (8j + e) * 32 +
+  // lane with j = row / 8, e = 4 (c / 16) + 2 ((c / 8) % 2) + row % 2, lane = 4 (c % 8) + (row % 8) / 2.
+  for (int i = static_cast<int>(threadIdx.x); i < nout; i += kMmaStripThreads) {
+    const int s = i / kTile, row = (i % kTile) >> 5, c = i & 31;
+    const int st = sb * strips + s;
+    if (row < rows && st < p.nstrips && st * 32 + c < p.n) {
+      const int e = 4 * (c >> 4) + 2 * ((c >> 3) & 1) + (row & 1), ln = 4 * (c & 7) + ((row & 7) >> 1);
+      p.y[(m0 + row) * p.n + st * 32 + c] = out[s * kTile + ((row >> 3) * 8 + e) * 32 + ln];
+    }
+  }
+}
+
+}  // namespace twinbit::cuda::detail
