@@ -262,7 +262,7 @@ Result<ShapeTimes> peers(cublasHandle_t h, cudaStream_t s, const Shape& sh, int6
   TB_CUDA_TRY(cudaMemset(xf.p, 0x3c, static_cast<size_t>(m * sh.k) * 4));
   auto base = time_events(s, 3, reps, [&](int i) {
     const int c = i % sm_copies;
-    TB_CUDA_TRY(source_mapping_launch(sm, static_cast<const int8_t*>(wt.p) + c * wt_bytes,
+    TB_CUDA_TRY(source_mapping_launch(sm, SourceForm::kFaithful, static_cast<const int8_t*>(wt.p) + c * wt_bytes,
                                       reinterpret_cast<const float*>(static_cast<const char*>(bs.p) + c * bs_bytes),
                                       static_cast<const float*>(xf.p), static_cast<float*>(part.p),
                                       static_cast<float*>(yf.p), s));
