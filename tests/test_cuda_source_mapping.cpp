@@ -82,7 +82,7 @@ TEST_CASE("source mapping plan: the source's nsplit and 32-bit indexing, lm_head
   CHECK_FALSE(bench::source_mapping_plan(16384, 151936, 2048).index32);
 }
 
-TEST_CASE("source mapping launch refuses shapes outside its preconditions before touching a device: K 48, K 0, M 0, npad 1000, nsplit 0, M 262144") {
+TEST_CASE("source mapping launch refuses shapes outside its preconditions before touching a device: K 48, K 0, M 0, npad 1000, nsplit 0, M 262144, index32 with K 2^21") {
   SourceMappingShape ok = bench::source_mapping_plan(3, 1000, 96);
   const auto refused = [](SourceMappingShape s) {
     return bench::source_mapping_launch(s, SourceForm::kFaithful, nullptr, nullptr, nullptr, nullptr,
@@ -105,6 +105,10 @@ TEST_CASE("source mapping launch refuses shapes outside its preconditions before
   CHECK(refused(s));
   s = ok;
   s.m = 262144;  // 65536 rows of blocks: past the grid's y limit
+  CHECK(refused(s));
+  s = ok;
+  s.k = int64_t{1} << 21;  // codes k * npad = 2^31: 32-bit offsets claimed where they would wrap
+  REQUIRE(s.index32);
   CHECK(refused(s));
 }
 

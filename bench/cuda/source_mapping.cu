@@ -125,6 +125,13 @@ __global__ void source_reduce_legacy(const float* part, float* y, int64_t mn, in
 
 __global__ void empty_kernel() {}
 
+// Every element offset the kernels form is below 2^31: codes (k * npad), scales (k / 32 * npad),
+// activations (m * k), partials and outputs (nsplit * m * npad).
+bool offsets_fit_32(const SourceMappingShape& s) {
+  constexpr int64_t kLimit = int64_t{1} << 31;
+  return s.k * s.npad < kLimit && s.m * s.k < kLimit && s.nsplit * s.m * s.npad < kLimit;
+}
+
 }  // namespace
 
 SourceMappingShape source_mapping_plan(int64_t m, int64_t n, int64_t k) {
@@ -135,8 +142,7 @@ SourceMappingShape source_mapping_plan(int64_t m, int64_t n, int64_t k) {
     s.nsplit = std::min<int64_t>(ngroups, (512 + blocks_xy - 1) / blocks_xy);
   }
   while (s.nsplit > 1 && s.nsplit * m * s.npad * 4 > (int64_t{64} << 20)) --s.nsplit;
-  constexpr int64_t kLimit = int64_t{1} << 31;
-  s.index32 = k * s.npad < kLimit && m * k < kLimit && s.nsplit * m * s.npad < kLimit;
+  s.index32 = offsets_fit_32(s);
   return s;
 }
 
@@ -146,7 +152,8 @@ bool launchable(const SourceMappingShape& s) {
   constexpr int64_t kInt = int64_t{1} << 31;
   return s.m >= 1 && s.m < kInt && s.k >= 32 && s.k % 32 == 0 && s.k < kInt && s.npad >= 1024 &&
          s.npad % 1024 == 0 && s.npad < kInt && (s.m + 3) / 4 <= 65535 && s.nsplit >= 1 &&
-         s.nsplit <= std::min<int64_t>(65535, s.k / 32) && s.m * s.npad / 256 + 1 < kInt;
+         s.nsplit <= std::min<int64_t>(65535, s.k / 32) && s.m * s.npad / 256 + 1 < kInt &&
+         (!s.index32 || offsets_fit_32(s));
 }
 
 template <typename Offset>

@@ -36,7 +36,8 @@ enum class SourceForm { kFaithful, kLegacy };
 // wt (k, npad) int8; bst (k/32, npad) float; x (m, k); part (nsplit, m, npad); y (m, npad).
 // Preconditions, checked here (cudaErrorInvalidValue otherwise, nothing launched): k a positive
 // multiple of 32, m >= 1, npad a multiple of 1024, m / k / npad below 2^31 and the grid within
-// the device's limits ((m + 3) / 4 <= 65535 rows of blocks, 1 <= nsplit <= 65535). Asynchronous on
+// the device's limits ((m + 3) / 4 <= 65535 rows of blocks, 1 <= nsplit <= 65535), and index32
+// only where it holds (it may be cleared: 64-bit offsets serve every shape). Asynchronous on
 // `stream`; the buffers must stay alive until it has run. Thread safety: none needed (no state).
 cudaError_t source_mapping_launch(const SourceMappingShape& s, SourceForm form, const int8_t* wt,
                                   const float* bst, const float* x, float* part, float* y,
