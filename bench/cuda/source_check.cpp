@@ -13,6 +13,7 @@ namespace twinbit::bench {
 
 SourceWeights source_weights(const tb_strips& w, int64_t npad) {
   const StripLayout layout = StripLayout::of(w);
+  const PrecisionTraits& traits = layout.traits();
   const int64_t ngroups = w.k / 32;
   SourceWeights out;
   out.npad = npad;
@@ -24,7 +25,7 @@ SourceWeights source_weights(const tb_strips& w, int64_t npad) {
       const uint8_t* run = codes + layout.code_offset(n, g);  // one column's 32 codes of group g
       for (int kk = 0; kk < 32; ++kk) {
         out.wt[static_cast<size_t>((g * 32 + kk) * npad + n)] =
-            static_cast<int8_t>(layout.traits().load_code(run, kk));
+            static_cast<int8_t>(traits.load_code(run, kk));
       }
       out.bst[static_cast<size_t>(g * npad + n)] = ref::weight_scale(w, n, g);
     }
