@@ -1,8 +1,9 @@
 // twinbit-bench --backend cuda: per Qwen3-VL-2B shape, M, precision and activation mode, the
 // kernel time of twinbit's gemm (CUDA events around each launch, weights rotated over copies
 // that together exceed 3x the L2, median), next to the in-run device-to-device copy floor, the
-// cuBLAS bf16 GEMM of the same shape (peer), the source engine's mapping (baseline, q8 codes and
-// f32 activations, two launches) and the offload round trip through the public API.
+// cuBLAS bf16 GEMM of the same shape (peer), the source engine's mapping (baseline: q8 codes and
+// f32 activations, two launches, on the same weights and activations, checked against the
+// reference; x_source = source_us / kernel_us) and the offload round trip through the public API.
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -22,6 +23,7 @@
 #include "backends/cuda/quantize_kernels.h"
 #include "bench/bench.h"
 #include "bench/cuda/gemm_variants.h"
+#include "bench/cuda/source_check.h"
 #include "bench/cuda/source_mapping.h"
 #include "core/numerics.h"
 #include "core/op_checks.h"
@@ -208,11 +210,38 @@ Result<double> copy_floor_gbps(cudaStream_t s, int reps) {
 }
 
 struct ShapeTimes {
-  double peer_us = -1, baseline_us = -1;
+  double peer_us = -1;
+  double baseline_us = -1;  // the source mapping, faithful form
+  double legacy_us = -1;    // the same, the benchmark's first (legacy) form, interleaved with it
+  std::string check;        // how its outputs compare with the reference (both forms: same bits)
 };
 
+// Runs the source mapping once in `form` on outputs filled with NaN, brings them back into hy and
+// holds them to the reference: a form that writes nothing, or the wrong thing, fails here before
+// it is timed.
+Result<SourceCheck> check_source_form(cudaStream_t s, const SourceMappingShape& sm, SourceForm form,
+                                      const tb_strips& w, const std::vector<float>& hx,
+                                      const int8_t* wt, const float* bst, const float* x,
+                                      float* part, float* y, std::vector<float>& hy) {
+  const size_t ybytes = static_cast<size_t>(sm.m * sm.npad) * 4;
+  TB_CUDA_TRY(cudaMemsetAsync(y, 0xff, ybytes, s));
+  TB_CUDA_TRY(source_mapping_launch(sm, form, wt, bst, x, part, y, s));
+  hy.resize(static_cast<size_t>(sm.m * sm.npad));
+  TB_CUDA_TRY(cudaMemcpyAsync(hy.data(), y, ybytes, cudaMemcpyDeviceToHost, s));
+  TB_CUDA_TRY(cudaStreamSynchronize(s));
+  auto checked = check_source_output(w, sm, hx.data(), hy.data());
+  if (!checked.ok()) {
+    return Error(TB_INTERNAL, "%s form: %s", form == SourceForm::kLegacy ? "legacy" : "faithful",
+                 checked.status().to_string().c_str());
+  }
+  return checked;
+}
+
+// The cuBLAS peer, and the source mapping on the strips `strips` (in its layout, `sw`) and the
+// activations hx (m, k).
 Result<ShapeTimes> peers(cublasHandle_t h, cudaStream_t s, const Shape& sh, int64_t m, size_t l2,
-                         int reps) {
+                         int reps, const tb_strips& strips, const SourceWeights& sw,
+                         const std::vector<float>& hx) {
   ShapeTimes out;
   // cuBLAS bf16: Y (m, n) = X (m, k) W^T, W (n, k) row-major, fp32 accumulate, bf16 out.
   const size_t wbytes = static_cast<size_t>(sh.n * sh.k) * 2;
@@ -246,8 +275,11 @@ Result<ShapeTimes> peers(cublasHandle_t h, cudaStream_t s, const Shape& sh, int6
   if (!peer.ok()) return peer.status();
   out.peer_us = *peer;
 
-  // The source engine's mapping (int8 K-major codes, f32 scales and activations).
+  // The source engine's mapping (int8 K-major codes, f32 scales and activations) on the same
+  // weights and activations as twinbit: both forms checked, then timed interleaved.
   const SourceMappingShape sm = source_mapping_plan(m, sh.n, sh.k);
+  if (sm.npad != sw.npad) return Error(TB_INTERNAL, "source weights laid out for npad %lld, plan says %lld",
+                                       static_cast<long long>(sw.npad), static_cast<long long>(sm.npad));
   const size_t wt_bytes = static_cast<size_t>(sh.k * sm.npad);
   const size_t bs_bytes = static_cast<size_t>(sh.k / 32 * sm.npad) * 4;
   const int sm_copies = rotation(wt_bytes + bs_bytes, l2);
@@ -257,19 +289,45 @@ Result<ShapeTimes> peers(cublasHandle_t h, cudaStream_t s, const Shape& sh, int6
   TB_RETURN_IF_ERROR(alloc(xf, static_cast<size_t>(m * sh.k) * 4));
   TB_RETURN_IF_ERROR(alloc(part, static_cast<size_t>(sm.nsplit * m * sm.npad) * 4));
   TB_RETURN_IF_ERROR(alloc(yf, static_cast<size_t>(m * sm.npad) * 4));
-  TB_CUDA_TRY(cudaMemset(wt.p, 3, wt_bytes * sm_copies));
-  TB_CUDA_TRY(cudaMemset(bs.p, 0x3c, bs_bytes * sm_copies));
-  TB_CUDA_TRY(cudaMemset(xf.p, 0x3c, static_cast<size_t>(m * sh.k) * 4));
-  auto base = time_events(s, 3, reps, [&](int i) {
-    const int c = i % sm_copies;
-    TB_CUDA_TRY(source_mapping_launch(sm, static_cast<const int8_t*>(wt.p) + c * wt_bytes,
-                                      reinterpret_cast<const float*>(static_cast<const char*>(bs.p) + c * bs_bytes),
-                                      static_cast<const float*>(xf.p), static_cast<float*>(part.p),
-                                      static_cast<float*>(yf.p), s));
+  for (int c = 0; c < sm_copies; ++c) {
+    TB_CUDA_TRY(cudaMemcpy(static_cast<char*>(wt.p) + c * wt_bytes, sw.wt.data(), wt_bytes, cudaMemcpyHostToDevice));
+    TB_CUDA_TRY(cudaMemcpy(static_cast<char*>(bs.p) + c * bs_bytes, sw.bst.data(), bs_bytes, cudaMemcpyHostToDevice));
+  }
+  TB_CUDA_TRY(cudaMemcpy(xf.p, hx.data(), static_cast<size_t>(m * sh.k) * 4, cudaMemcpyHostToDevice));
+  const auto copy_wt = [&](int c) { return static_cast<const int8_t*>(wt.p) + c * wt_bytes; };
+  const auto copy_bs = [&](int c) {
+    return reinterpret_cast<const float*>(static_cast<const char*>(bs.p) + c * bs_bytes);
+  };
+  const SourceForm forms[] = {SourceForm::kFaithful, SourceForm::kLegacy};
+  SourceCheck fc;
+  std::vector<float> hy[2];
+  for (int f = 0; f < 2; ++f) {
+    auto checked = check_source_form(s, sm, forms[f], strips, hx, copy_wt(f % sm_copies), copy_bs(f % sm_copies),
+                                     static_cast<const float*>(xf.p), static_cast<float*>(part.p),
+                                     static_cast<float*>(yf.p), hy[f]);
+    if (!checked.ok()) return checked.status();
+    if (f == 0) fc = *checked;
+  }
+  // Same arithmetic in the same order: every output, not only the sample, has the same bits.
+  if (std::memcmp(hy[0].data(), hy[1].data(), hy[0].size() * 4) != 0) {
+    size_t i = 0;
+    while (std::memcmp(&hy[0][i], &hy[1][i], 4) == 0) ++i;
+    return Error(TB_INTERNAL, "source mapping M %lld %s: faithful and legacy forms differ at row %lld column %lld (%.9g vs %.9g)",
+                 static_cast<long long>(m), sh.name, static_cast<long long>(i / sm.npad),
+                 static_cast<long long>(i % sm.npad), hy[0][i], hy[1][i]);
+  }
+  out.check = fc.exact ? Format("exact:%lld/%lld", static_cast<long long>(fc.bit_equal), static_cast<long long>(fc.checked))
+                       : Format("maxrel:%.2g,bits_equal:%lld/%lld", fc.worst, static_cast<long long>(fc.bit_equal),
+                                static_cast<long long>(fc.checked));
+  auto base = time_events_interleaved(s, 3, reps, 2, [&](int f, int j) {
+    const int c = j % sm_copies;
+    TB_CUDA_TRY(source_mapping_launch(sm, forms[f], copy_wt(c), copy_bs(c), static_cast<const float*>(xf.p),
+                                      static_cast<float*>(part.p), static_cast<float*>(yf.p), s));
     return Status();
   });
   if (!base.ok()) return base.status();
-  out.baseline_us = *base;
+  out.baseline_us = (*base)[0];
+  out.legacy_us = (*base)[1];
   return out;
 }
 
@@ -321,8 +379,8 @@ Status run_cuda(const Options& opt, std::vector<Case>& out) {
   });
   if (!empty_b2b.ok()) return empty_b2b.status();
   std::printf("empty kernel, 20 back to back between two events: %.2f us per launch (median)\n", *empty_b2b);
-  std::printf("%-8s %3s %-3s %-3s %10s %9s %7s %8s %9s %10s  %s\n", "shape", "M", "prc", "act",
-              "kernel_us", "floor_us", "%copy", "GB/s", "cublas_us", "source_us", "note");
+  std::printf("%-8s %3s %-3s %-3s %10s %9s %7s %8s %9s %10s %8s  %s\n", "shape", "M", "prc", "act",
+              "kernel_us", "floor_us", "%copy", "GB/s", "cublas_us", "source_us", "x_source", "note");
 
   for (const Shape& sh : kShapes) {
     if (!opt.shapes.empty() &&
@@ -343,6 +401,9 @@ Status run_cuda(const Options& opt, std::vector<Case>& out) {
       TB_RETURN_IF_ERROR(cuda::bind_report(cuda.raw(), bound->handle(), &br));
       cuda::DeviceStrips dev;
       TB_RETURN_IF_ERROR(cuda::device_strips(cuda.raw(), bound->handle(), &dev));
+      // The source mapping's layout of the same weights (it ran q4 as int8 codes: q8 only).
+      SourceWeights source_w;
+      if (prec == TB_PREC_Q8) source_w = source_weights(view.strips, source_mapping_plan(1, sh.n, sh.k).npad);
       const size_t bytes = codes.size() + scales.size() * 2;
       const int copies = rotation(bytes, l2);
       DeviceAlloc rot;
@@ -356,16 +417,16 @@ Status run_cuda(const Options& opt, std::vector<Case>& out) {
         devs[c].scales = reinterpret_cast<const uint16_t*>(base + codes.size());
       }
       for (int64_t m : opt.ms) {
-        ShapeTimes pt;
-        if (prec == TB_PREC_Q8) {
-          auto p = peers(blas, s, sh, m, l2, std::max(10, reps / 2));
-          if (!p.ok()) return p.status();
-          pt = *p;
-        }
         // Activations (random floats) and their i8 quantisation.
         std::vector<float> hx(static_cast<size_t>(m * sh.k));
         uint64_t st = 7 + m;
         for (auto& v : hx) v = static_cast<float>(static_cast<int64_t>(xorshift(st) % 4001) - 2000) / 1000.0f;
+        ShapeTimes pt;
+        if (prec == TB_PREC_Q8) {
+          auto p = peers(blas, s, sh, m, l2, std::max(10, reps / 2), view.strips, source_w, hx);
+          if (!p.ok()) return p.status();
+          pt = *p;
+        }
         std::vector<int8_t> hq(hx.size());
         std::vector<float> hd(static_cast<size_t>(m * sh.k / 32));
         ref::quantize_activations(m, sh.k, hx.data(), sh.k, hq.data(), sh.k, hd.data(), sh.k / 32);
@@ -521,6 +582,9 @@ Status run_cuda(const Options& opt, std::vector<Case>& out) {
           // The source engine ran q4 as int8 codes through the same kernel: its q8 time stands.
           c.peer_us = pt.peer_us;
           if (mode == TB_ACT_F32) c.baseline_us = pt.baseline_us;
+          if (mode == TB_ACT_F32 && pt.baseline_us > 0) {
+            c.note += Format("source_legacy_us=%.2f source_check=%s ", pt.legacy_us, pt.check.c_str());
+          }
           for (size_t v = 1; v < vs.size(); ++v) c.note += Format("%s_us=%.2f ", vs[v].name.c_str(), (*times)[v]);
           {  // the default launch inside a sequence of launches (different weight copies)
             auto b2b = time_back_to_back(s, std::max(5, reps / 5), 20, [&](int j) {
@@ -578,10 +642,12 @@ Status run_cuda(const Options& opt, std::vector<Case>& out) {
             TB_RETURN_IF_ERROR(cuda.set_switch("cuda.set_decode_path", 0));
             c.note += Format("bind=%.1fms ", br.seconds * 1e3);
           }
-          std::printf("%-8s %3lld %-3s %-3s %10.2f %9.2f %6.1f%% %8.0f %9.2f %10.2f  %s\n",
+          // x_source: how many times faster than the source mapping (its time / twinbit's).
+          const std::string x_source = c.baseline_us > 0 ? Format("%.2fx", c.baseline_us / c.us) : "-";
+          std::printf("%-8s %3lld %-3s %-3s %10.2f %9.2f %6.1f%% %8.0f %9.2f %10.2f %8s  %s\n",
                       c.shape.c_str(), static_cast<long long>(m), c.prec.c_str(), c.mode.c_str(),
                       c.us, c.floor_us, 100.0 * c.floor_us / c.us, c.gbps, c.peer_us,
-                      c.baseline_us, c.note.c_str());
+                      c.baseline_us, x_source.c_str(), c.note.c_str());
           std::fflush(stdout);
           out.push_back(c);
         }
