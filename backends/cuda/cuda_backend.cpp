@@ -17,12 +17,14 @@
 #include <memory>
 #include <mutex>
 #include <new>
+#include <stdexcept>
 #include <string>
 #include <tuple>
 #include <vector>
 
 #include "artifacts/read_guard.h"
 #include "backends/cuda/cuda_status.h"
+#include "backends/cuda/device_calls.h"
 #include "backends/cuda/quantize_kernels.h"
 #include <twinbit/backend_params.hpp>
 #include "core/numerics.h"
@@ -91,7 +93,11 @@ Status grow(PinnedBuffer& b, size_t bytes, const char* what, bool* moved) {
   return Status();
 }
 
+constexpr uint64_t kBoundMagic = 0x7462637562643031ull;  // "tbcubd01"
+
 struct Bound {
+  uint64_t magic = kBoundMagic;  // the device-resident calls refuse a stray handle by it
+  const void* owner = nullptr;   // the Ctx that bound it (its device holds the copy)
   uint64_t id = 0;  // unique per bind (graph keys never confuse a freed handle with a new one)
   tb_weights_kind kind = TB_WEIGHTS_STRIPS;
   DeviceStrips strips;
@@ -295,6 +301,7 @@ Status bind_impl(Ctx& c, const tb_weights_view& v, void** out_handle) {
   const auto t0 = std::chrono::steady_clock::now();
   auto b = std::make_unique<Bound>();
   b->id = c.next_bind_id.fetch_add(1);
+  b->owner = &c;
   b->kind = v.kind;
   if (v.kind == TB_WEIGHTS_STRIPS) {
     const tb_strips& s = v.strips;
@@ -711,16 +718,98 @@ tb_code sw_gdn_variant(void* c, int64_t v, tb_error* err) {
       c, v, err, "cuda.set_gdn_variant");
 }
 
+// ---- device-resident calls (get_proc; the spec is twinbit/cuda_device.h) ----------------------
+
+// The strip set of a handle bound on this backend, or why the handle cannot be used.
+Status strips_of_handle(const Ctx& c, const void* handle, const char* who, const DeviceStrips** out) {
+  const auto* b = static_cast<const Bound*>(handle);
+  if (!b) return Error(TB_INVALID_ARGUMENT, "%s: the weights handle is null", who);
+  if (b->magic != kBoundMagic || b->owner != &c) {
+    return Error(TB_INVALID_ARGUMENT, "%s: the weights handle was not bound on this CUDA backend "
+                 "(device %d)", who, c.device);
+  }
+  if (b->kind != TB_WEIGHTS_STRIPS) {
+    return Error(TB_FAILED_PRECONDITION, "%s: the handle holds a float matrix (%lld x %lld), the "
+                 "gemm needs strip weights", who, static_cast<long long>(b->rows),
+                 static_cast<long long>(b->cols));
+  }
+  *out = &b->strips;
+  return Status();
+}
+
+Status null_ctx(const char* who) {
+  return Error(TB_INVALID_ARGUMENT, "%s: the backend context is null", who);
+}
+
+tb_code workspace_create(void* c, void* const* weights, size_t count, int64_t max_m,
+                         tb_cuda_workspace** out, tb_error* err) {
+  constexpr const char* kWho = "cuda.workspace_create";
+  if (!out) return Error(TB_INVALID_ARGUMENT, "%s: out_workspace is null", kWho).to_c(err);
+  *out = nullptr;
+  if (!c) return null_ctx(kWho).to_c(err);
+  const Ctx& ctx = ctx_of(c);
+  std::vector<const DeviceStrips*> strips;
+  try {
+    strips.resize(weights ? count : 0);
+  } catch (const std::exception&) {  // a count no memory holds: refused, never thrown across C
+    return Error(TB_RESOURCE_EXHAUSTED, "%s: count = %zu strip sets", kWho, count).to_c(err);
+  }
+  for (size_t i = 0; i < strips.size(); ++i) {
+    Status s = strips_of_handle(ctx, weights[i], kWho, &strips[i]);
+    if (!s.ok()) return Error(s.code(), "%s (weights[%zu])", s.message().c_str(), i).to_c(err);
+  }
+  return create_workspace(&ctx, ctx.device, strips.empty() ? nullptr : strips.data(), count, max_m,
+                          out).to_c(err);
+}
+
+void workspace_destroy(void*, tb_cuda_workspace* ws) { destroy_workspace(ws); }
+
+tb_code gemm_device_call(void* c, void* weights, tb_cuda_workspace* ws, const tb_gemm_args* args,
+                         void* stream, tb_error* err) {
+  constexpr const char* kWho = "cuda.gemm_device";
+  if (!c) return null_ctx(kWho).to_c(err);
+  const Ctx& ctx = ctx_of(c);
+  const DeviceStrips* w = nullptr;
+  Status s = strips_of_handle(ctx, weights, kWho, &w);
+  if (s.ok()) {
+    s = gemm_device(&ctx, ctx.device, *w, ws, args, static_cast<cudaStream_t>(stream),
+                    static_cast<DecodePath>(ctx.decode_path.load(std::memory_order_relaxed)));
+  }
+  return s.to_c(err);
+}
+
+tb_code quantize_i8_device_call(void* c, const tb_quantize_args* args, void* stream, tb_error* err) {
+  if (!c) return null_ctx("cuda.quantize_i8_device").to_c(err);
+  return quantize_i8_device(ctx_of(c).device, args, static_cast<cudaStream_t>(stream)).to_c(err);
+}
+
 void* get_proc(void*, const char* name) {
+  if (!name) return nullptr;
   static const struct {
     const char* name;
     tb_switch_fn fn;
-  } kProcs[] = {{"cuda.set_use_graphs", sw_use_graphs},
-                {"cuda.set_direct_output", sw_direct_output},
-                {"cuda.set_decode_path", sw_decode_path},
-                {"cuda.set_gdn_variant", sw_gdn_variant}};
-  for (const auto& p : kProcs) {
+  } kSwitches[] = {{"cuda.set_use_graphs", sw_use_graphs},
+                   {"cuda.set_direct_output", sw_direct_output},
+                   {"cuda.set_decode_path", sw_decode_path},
+                   {"cuda.set_gdn_variant", sw_gdn_variant}};
+  for (const auto& p : kSwitches) {
     if (std::strcmp(p.name, name) == 0) return reinterpret_cast<void*>(p.fn);
+  }
+  // The device-resident calls, each of the type its name has in twinbit/cuda_device.h (the
+  // initialisers check the types).
+  static const tb_cuda_workspace_create_fn kCreate = workspace_create;
+  static const tb_cuda_workspace_destroy_fn kDestroy = workspace_destroy;
+  static const tb_cuda_gemm_device_fn kGemm = gemm_device_call;
+  static const tb_cuda_quantize_i8_device_fn kQuantize = quantize_i8_device_call;
+  static const struct {
+    const char* name;
+    void* fn;
+  } kCalls[] = {{TB_CUDA_WORKSPACE_CREATE, reinterpret_cast<void*>(kCreate)},
+                {TB_CUDA_WORKSPACE_DESTROY, reinterpret_cast<void*>(kDestroy)},
+                {TB_CUDA_GEMM_DEVICE, reinterpret_cast<void*>(kGemm)},
+                {TB_CUDA_QUANTIZE_I8_DEVICE, reinterpret_cast<void*>(kQuantize)}};
+  for (const auto& p : kCalls) {
+    if (std::strcmp(p.name, name) == 0) return p.fn;
   }
   return nullptr;
 }
