@@ -23,6 +23,9 @@ struct Options {
   std::string vs_isa;                 // --vs-isa TAG (CPU): also time isa=TAG, interleaved
   std::vector<std::string> modes;     // --mode f32,i8 (empty = both; CUDA driver)
   std::vector<std::string> precs;     // --prec q8,q4 (empty = both; CUDA driver)
+  bool layer = false;                 // --layer (CUDA): one layer's projections per decode step
+                                      // as a replayed graph of device-resident calls, instead of
+                                      // the per-shape cases (bench/cuda/layer_bench.h)
 };
 
 // The Qwen3-VL-2B projections the drivers time, K x N (--shape picks among them by name).

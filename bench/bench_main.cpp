@@ -34,12 +34,19 @@ int main(int argc, char** argv) {
       ->delimiter(',')->check(CLI::IsMember({"f32", "i8"}));
   app.add_option("--prec", opt.precs, "Only these weight precisions (q8, q4; CUDA)")
       ->delimiter(',')->check(CLI::IsMember({"q8", "q4"}));
+  app.add_flag("--layer", opt.layer, "CUDA: instead of the per-shape cases, one model layer's "
+               "projections (qkv, q_o, gate_up, down) per decode step as a captured CUDA graph of "
+               "device-resident calls, replayed, beside the same calls as public host calls");
   CLI11_PARSE(app, argc, argv);
 
   auto spec = parse_backend_spec(opt.backend);
   if (spec.ok() && spec->name != "cpu" && spec->name != "cuda" &&
                     spec->name != "npu_layout") {
     spec = Error(TB_INVALID_ARGUMENT, "--backend %s: the drivers measure cpu, cuda or npu_layout",
+                 opt.backend.c_str());
+  }
+  if (spec.ok() && opt.layer && spec->name != "cuda") {
+    spec = Error(TB_INVALID_ARGUMENT, "--layer measures the cuda backend (got --backend %s)",
                  opt.backend.c_str());
   }
   if (!spec.ok()) {

@@ -23,6 +23,7 @@
 #include "backends/cuda/quantize_kernels.h"
 #include "bench/bench.h"
 #include "bench/cuda/gemm_variants.h"
+#include "bench/cuda/layer_bench.h"
 #include "bench/cuda/source_check.h"
 #include "bench/cuda/source_mapping.h"
 #include "core/numerics.h"
@@ -379,6 +380,12 @@ Status run_cuda(const Options& opt, std::vector<Case>& out) {
   });
   if (!empty_b2b.ok()) return empty_b2b.status();
   std::printf("empty kernel, 20 back to back between two events: %.2f us per launch (median)\n", *empty_b2b);
+  if (opt.layer) {  // --layer: the layer measurement instead of the per-shape cases
+    const Status layer = run_layer(opt, cuda, s, l2, *floor, out);
+    cublasDestroy(blas);
+    cudaStreamDestroy(s);
+    return layer;
+  }
   std::printf("%-8s %3s %-3s %-3s %10s %9s %7s %8s %9s %10s %8s  %s\n", "shape", "M", "prc", "act",
               "kernel_us", "floor_us", "%copy", "GB/s", "cublas_us", "source_us", "x_source", "note");
 
