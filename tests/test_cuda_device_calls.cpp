@@ -54,8 +54,8 @@ tb_cuda_workspace fake_workspace(const void* owner, const cuda::DeviceStrips& w,
 
 // Dense gemm arguments with non-null stand-in pointers (never dereferenced by the checks).
 tb_gemm_args dense_args(tb_act_mode mode, int64_t m, const cuda::DeviceStrips& w) {
-  static float f[1];
-  static int8_t q[1];
+  alignas(16) static float f[4];
+  alignas(16) static int8_t q[16];
   tb_gemm_args a{};
   a.mode = mode;
   a.m = m;
@@ -76,7 +76,7 @@ void check_refused(const Status& s, tb_code code, const char* needle) {
   CHECK_MESSAGE(s.message().find("cuda.gemm_device") != std::string::npos, s.to_string());
 }
 
-TEST_CASE("cuda gemm_device argument checks without a device: valid calls pass; null args, workspace and pointers, stray or foreign workspace, K100, unknown mode, M0 and M above max_m, strided rows, workspace too small are refused") {
+TEST_CASE("cuda gemm_device argument checks without a device: valid calls pass; null args, workspace and pointers, stray or foreign workspace, K100, unknown mode, M0 and M above max_m, strided rows, misaligned x, xq and y, workspace too small are refused") {
   const int owner = 0, other = 0;
   const cuda::DeviceStrips w = fake_strips(2048, 2048);  // split into many slices: partials needed
   tb_cuda_workspace ws = fake_workspace(&owner, w, 33);
@@ -128,6 +128,18 @@ TEST_CASE("cuda gemm_device argument checks without a device: valid calls pass; 
   a = dense_args(TB_ACT_I8, 2, w);
   a.ldxd = w.kp / 32 + 1;
   check_refused(cuda::check_gemm_device_args(&owner, w, &ws, &a), TB_INVALID_ARGUMENT, "dense rows");
+
+  // The kernels load activations 16 bytes at a time and store floats.
+  a = ok;
+  a.x = ok.x + 1;
+  check_refused(cuda::check_gemm_device_args(&owner, w, &ws, &a), TB_INVALID_ARGUMENT, "x = ");
+  check_refused(cuda::check_gemm_device_args(&owner, w, &ws, &a), TB_INVALID_ARGUMENT, "16-byte aligned");
+  a = dense_args(TB_ACT_I8, 2, w);
+  a.xq = a.xq + 8;
+  check_refused(cuda::check_gemm_device_args(&owner, w, &ws, &a), TB_INVALID_ARGUMENT, "xq = ");
+  a = ok;
+  a.y = reinterpret_cast<float*>(reinterpret_cast<char*>(a.y) + 2);
+  check_refused(cuda::check_gemm_device_args(&owner, w, &ws, &a), TB_INVALID_ARGUMENT, "4-byte aligned");
 
   // A workspace sized for a small projection is too small for a large one at the same M.
   const cuda::DeviceStrips big = fake_strips(12288, 2048);

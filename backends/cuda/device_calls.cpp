@@ -110,6 +110,13 @@ Status check_stream(const char* who, cudaStream_t stream, int device) {
   return Status();
 }
 
+// A pointer's alignment, refused by name before a kernel would fault on it.
+Status check_aligned(const char* who, const char* what, const void* p, uintptr_t bytes, const char* why) {
+  if (reinterpret_cast<uintptr_t>(p) % bytes == 0) return Status();
+  return Error(TB_INVALID_ARGUMENT, "%s: %s = %p is not %zu-byte aligned (%s)", who, what, p,
+               static_cast<size_t>(bytes), why);
+}
+
 WorkspaceNeed max_need(const DeviceStrips& w, int64_t max_m) {
   // Sized at M = 1 and at max_m: decode counts its counters per strip block, prefill per row tile.
   const WorkspaceNeed one = workspace_need(w, 1), most = workspace_need(w, max_m);
@@ -171,6 +178,11 @@ Status check_gemm_device_args(const void* owner, const DeviceStrips& w, const tb
                               static_cast<long long>(w.kp / 32)).c_str(),
                  static_cast<long long>(w.n));
   }
+  constexpr const char* kVector = "the kernels load activations 16 bytes at a time";
+  TB_RETURN_IF_ERROR(f32 ? check_aligned(kGemm, "x", a->x, 16, kVector)
+                         : check_aligned(kGemm, "xq", a->xq, 16, kVector));
+  if (!f32) TB_RETURN_IF_ERROR(check_aligned(kGemm, "xd", a->xd, 4, "floats"));
+  TB_RETURN_IF_ERROR(check_aligned(kGemm, "y", a->y, 4, "floats"));
   if (a->m > ws->max_m) {
     return Error(TB_INVALID_ARGUMENT, "%s: M = %lld is more than the workspace's max_m = %lld", kGemm,
                  static_cast<long long>(a->m), static_cast<long long>(ws->max_m));
@@ -275,6 +287,8 @@ Status gemm_device(const void* owner, int device, const DeviceStrips& w, tb_cuda
 Status quantize_i8_device(int device, const tb_quantize_args* a, cudaStream_t stream) {
   if (!a) return Error(TB_INVALID_ARGUMENT, "%s: args is null", kQuantize);
   TB_RETURN_IF_ERROR(prefixed(kQuantize, check_quantize_args(*a)));
+  TB_RETURN_IF_ERROR(check_aligned(kQuantize, "x", a->x, 4, "floats"));
+  TB_RETURN_IF_ERROR(check_aligned(kQuantize, "xd", a->xd, 4, "floats"));
   RelaxedCaptureScope relaxed;
   DeviceScope scope(device);
   TB_RETURN_IF_ERROR(scope.enter());

@@ -49,7 +49,8 @@ Status check_workspace_request(const DeviceStrips* const* w, size_t count, int64
 // The arguments of one gemm_device call, without a device call: args and workspace non-null,
 // the workspace alive and made by `owner`, K % 32 == 0 (UNIMPLEMENTED otherwise), the gemm
 // argument checks of every backend (core/op_checks.h check_gemm_args), the dense leading
-// dimensions, 1 <= M <= the workspace's max_m, and the call's need within the workspace.
+// dimensions, the alignments the kernels load with (x and xq 16 bytes, xd and y 4), 1 <= M <=
+// the workspace's max_m, and the call's need within the workspace.
 Status check_gemm_device_args(const void* owner, const DeviceStrips& w, const tb_cuda_workspace* ws,
                               const tb_gemm_args* a);
 

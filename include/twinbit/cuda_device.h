@@ -18,7 +18,8 @@
 // memory, or mapped pinned host memory), checked to be one when the call is made; the arrays'
 // extents are the caller's to get right. The gemm kernels read and write dense rows, so the
 // leading dimensions must equal the row lengths: ldx == K (mode F32), ldxq == K and ldxd == K/32
-// (mode I8), ldy == N. Results are in device memory when the stream's work up to the call is
+// (mode I8), ldy == N; x and xq are 16-byte aligned, xd and y 4-byte aligned (cudaMalloc gives
+// 256). Results are in device memory when the stream's work up to the call is
 // done; the call itself returns as soon as the work is enqueued.
 //
 // THE WORKSPACE. A gemm whose fold plan has several slices writes slice partials and fold
@@ -33,7 +34,7 @@
 //
 // ERRORS are tb_code values with a message in *err, decided before anything is enqueued:
 // TB_INVALID_ARGUMENT for a null pointer (named), a host pointer where a device one is needed,
-// memory or a stream of another device, an unknown mode, M outside 1 .. the workspace's max_m,
+// memory or a stream of another device, a misaligned array, an unknown mode, M outside 1 .. the workspace's max_m,
 // leading dimensions other than the dense ones, a workspace or weights handle that is not this
 // backend's; TB_FAILED_PRECONDITION for a handle that holds a float matrix, not strips;
 // TB_UNIMPLEMENTED for K % 32 != 0 (as for the gemm entry); an error of the CUDA runtime as
