@@ -38,6 +38,11 @@ Status device_strips(const tb_backend& b, void* handle, DeviceStrips* out);
 //                             128, the default; 1 kGeneric always).
 // A value out of range is INVALID_ARGUMENT naming the switch. Not thread-safe against
 // operations of the same backend.
+//
+// DEVICE-RESIDENT CALLS are get_proc entries too, with C types (twinbit/cuda_device.h, the
+// spec; device_calls.h implements them): "cuda.workspace_create", "cuda.workspace_destroy",
+// "cuda.gemm_device" (the gemm on device pointers, enqueued on the caller's stream, capturable
+// in a CUDA graph) and "cuda.quantize_i8_device". The gemm follows "cuda.set_decode_path".
 
 // The device's weight-scale conversion (scale_to_float) of all 65536 halves into out[65536].
 // Standalone, for the exhaustive test against twinbit::fp16_to_float.
