@@ -120,6 +120,25 @@ tb_code tb_backend_describe(const tb_engine* engine, tb_backend_info* info) {
   });
 }
 
+tb_code tb_backend_proc(const tb_engine* engine, const char* name, void** fn, void** ctx) {
+  if (fn != nullptr) *fn = nullptr;
+  if (ctx != nullptr) *ctx = nullptr;
+  return guarded("tb_backend_proc", [&]() -> Status {
+    TB_RETURN_IF_ERROR(check_open(engine, HandleKind::kEngine, "engine"));
+    if (name == nullptr) return null_argument("name");
+    if (fn == nullptr) return null_argument("fn");
+    if (ctx == nullptr) return null_argument("ctx");
+    const twinbit::Backend& b = engine->backend;
+    void* found = b.proc(name);
+    if (found == nullptr) {
+      return Error(TB_UNIMPLEMENTED, "backend '%s' has no entry '%s'", b.name().c_str(), name);
+    }
+    *fn = found;
+    *ctx = b.raw().ctx;
+    return Status();
+  });
+}
+
 void tb_backend_close(tb_engine* engine) {
   if (engine != nullptr && twinbit::api::untrack(engine, HandleKind::kEngine)) delete engine;
 }

@@ -91,6 +91,15 @@ tb_code tb_bound_entry(const tb_bound* bound, tb_entry_info* info) {
   });
 }
 
+tb_code tb_bound_backend_handle(const tb_bound* bound, void** handle) {
+  return guarded("tb_bound_backend_handle", [&]() -> Status {
+    TB_RETURN_IF_ERROR(check_open(bound, HandleKind::kBound, "bound"));
+    if (handle == nullptr) return null_argument("handle");
+    *handle = bound->weights.handle();
+    return Status();
+  });
+}
+
 void tb_unbind(tb_bound* bound) {
   if (bound != nullptr && twinbit::api::untrack(bound, HandleKind::kBound)) delete bound;
 }

@@ -68,6 +68,14 @@ TWINBIT_API tb_code tb_backend_describe(const tb_engine* engine, tb_backend_info
 // usable: the backend itself is destroyed when the last of them is unbound.
 TWINBIT_API void tb_backend_close(tb_engine* engine);
 
+// A backend-private entry by name (the backend ABI's get_proc, twinbit/backend.h): *fn is the
+// function, to be cast to the C type the backend documents for the name (the CUDA backend's
+// device-resident gemm: twinbit/cuda_device.h), and *ctx the backend context it takes as its
+// first argument. Both stay valid while the engine or any binding made on it is open.
+// TB_UNIMPLEMENTED naming the backend and the name when it has no such entry (then *fn and
+// *ctx are NULL).
+TWINBIT_API tb_code tb_backend_proc(const tb_engine* engine, const char* name, void** fn, void** ctx);
+
 // ---- binding ------------------------------------------------------------------------------------
 
 // Binds the entry `entry_name` of `art` on `engine`: verifies the entry's checksums (once per
@@ -81,6 +89,10 @@ TWINBIT_API tb_code tb_bind(const tb_engine* engine, const tb_artifact* art, con
 
 // The bound entry's description (as tb_artifact_entry gives it; `name` valid until tb_unbind).
 TWINBIT_API tb_code tb_bound_entry(const tb_bound* bound, tb_entry_info* info);
+
+// The backend's own handle of the binding (what its weights_bind returned) into *handle, for the
+// entries of tb_backend_proc that take one (twinbit/cuda_device.h). Valid until tb_unbind.
+TWINBIT_API tb_code tb_bound_backend_handle(const tb_bound* bound, void** handle);
 
 // Releases the binding (NULL, or a binding that is not open, is ignored); the artifact's mapping
 // and the backend go with the last user.
