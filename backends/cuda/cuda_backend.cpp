@@ -758,8 +758,9 @@ tb_code workspace_create(void* c, void* const* weights, size_t count, int64_t ma
     Status s = strips_of_handle(ctx, weights[i], kWho, &strips[i]);
     if (!s.ok()) return Error(s.code(), "%s (weights[%zu])", s.message().c_str(), i).to_c(err);
   }
-  return create_workspace(&ctx, ctx.device, strips.empty() ? nullptr : strips.data(), count, max_m,
-                          out).to_c(err);
+  static const DeviceStrips* const kNone[1] = {nullptr};  // weights given, count 0: never read
+  const DeviceStrips* const* list = !weights ? nullptr : strips.empty() ? kNone : strips.data();
+  return create_workspace(&ctx, ctx.device, list, count, max_m, out).to_c(err);
 }
 
 void workspace_destroy(void*, tb_cuda_workspace* ws) { destroy_workspace(ws); }
