@@ -63,7 +63,7 @@ void destroy_workspace(tb_cuda_workspace* ws);
 
 // Checks (above, then the pointers' memory and the stream's device), then enqueues the gemm of
 // launch_gemm on `stream`, decode path `decode` (the backend's switch). No synchronisation, no
-// allocation.
+// device allocation.
 Status gemm_device(const void* owner, int device, const DeviceStrips& w, tb_cuda_workspace* ws,
                    const tb_gemm_args* a, cudaStream_t stream, DecodePath decode);
 

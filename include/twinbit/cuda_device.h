@@ -1,14 +1,15 @@
 // Device-resident calls of the CUDA backend: a gemm (and the I8 activation quantiser) on
 // activations that already live in GPU memory, enqueued on the caller's stream with no host
-// synchronisation and no allocation, so an engine can capture them in a CUDA graph
-// (cudaStreamBeginCapture ... cudaStreamEndCapture) and replay the graph every decode step.
+// synchronisation and no device or pinned allocation, so an engine can capture them in a CUDA
+// graph (cudaStreamBeginCapture ... cudaStreamEndCapture) and replay the graph every decode step.
 //
-// REACHED THROUGH get_proc (twinbit/backend.h, tb_backend_iface::get_proc; twinbit::Backend::proc
-// in C++) by the names below; the caller casts the pointer to the type given beside each name.
-// `ctx` is the backend's context (tb_backend::ctx) and `weights` a handle its weights_bind
-// returned for a strip set (twinbit::BoundWeights::handle()). Backends other than cuda return
-// null for these names. This header is C11 and needs no CUDA header: a stream is passed as
-// void* (a cudaStream_t; NULL is the default stream).
+// REACHED THROUGH get_proc (twinbit/backend.h, tb_backend_iface::get_proc) by the names below;
+// the caller casts the pointer to the type given beside each name. From the host C API:
+// tb_backend_proc (twinbit/engine.h) gives the function and `ctx`, tb_bound_backend_handle the
+// `weights` handle of a binding; from C++: twinbit::Backend::proc, Backend::raw().ctx and
+// BoundWeights::handle(). `weights` is a handle the backend's weights_bind returned for a strip
+// set. Backends other than cuda have none of these names. This header is C11 and needs no CUDA
+// header: a stream is passed as void* (a cudaStream_t; NULL is the default stream).
 //
 // NUMERIC CONTRACT. The same kernels, schedule and bits as the backend's gemm entry
 // (twinbit::ref::gemm_f32 / gemm_i8 of core/reference.h, docs/NUMERICS.md), and the same bits as
