@@ -18,8 +18,10 @@
 #include "backends/cuda/device_calls.h"
 #include "core/numerics.h"
 #include "core/op_checks.h"
+#include "tests/test_c_api_util.h"
 #include "tests/test_cuda_support.h"
 #include <twinbit/cuda_device.h>
+#include <twinbit/twinbit.h>
 
 namespace twinbit::cuda_test {
 namespace {
@@ -507,6 +509,62 @@ TEST_CASE("gpu device calls refuse hostile arguments through get_proc: host poin
   CHECK(std::memcmp(got_q.data(), want_q.data(), got_q.size()) == 0);
   CHECK(std::memcmp(got_d.data(), want_d.data(), got_d.size() * 4) == 0);
   cudaStreamDestroy(s);
+}
+
+TEST_CASE("gpu gemm_device through the host C API (tb_backend_proc, tb_bound_backend_handle) equals reference bits: entries s6 (q8) and s7 (q4), f32 and i8, M{1,3}") {
+  auto cuda = cuda_or_skip();
+  if (!cuda) return;
+  const std::string& path = test::c_api_random_artifact();
+  auto art_cpp = artifact::Artifact::open(path);  // the reference reads the same entries
+  REQUIRE(art_cpp.ok());
+  tb_artifact* art = nullptr;
+  tb_engine* engine = nullptr;
+  REQUIRE(tb_artifact_open(path.c_str(), &art) == TB_OK);
+  REQUIRE_MESSAGE(tb_backend_open("cuda", &engine) == TB_OK, std::string(tb_last_error()));
+  void* fn_create = nullptr;
+  void* fn_destroy = nullptr;
+  void* fn_gemm = nullptr;
+  void* ctx = nullptr;
+  REQUIRE(tb_backend_proc(engine, TB_CUDA_WORKSPACE_CREATE, &fn_create, &ctx) == TB_OK);
+  REQUIRE(tb_backend_proc(engine, TB_CUDA_WORKSPACE_DESTROY, &fn_destroy, &ctx) == TB_OK);
+  REQUIRE(tb_backend_proc(engine, TB_CUDA_GEMM_DEVICE, &fn_gemm, &ctx) == TB_OK);
+  const auto create = reinterpret_cast<tb_cuda_workspace_create_fn>(fn_create);
+  const auto destroy = reinterpret_cast<tb_cuda_workspace_destroy_fn>(fn_destroy);
+  const auto gemm = reinterpret_cast<tb_cuda_gemm_device_fn>(fn_gemm);
+  cudaStream_t s = nullptr;
+  REQUIRE(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) == cudaSuccess);
+  for (const char* entry : {"s6", "s7"}) {
+    tb_bound* bound = nullptr;
+    REQUIRE(tb_bind(engine, art, entry, &bound) == TB_OK);
+    void* handle = nullptr;
+    REQUIRE(tb_bound_backend_handle(bound, &handle) == TB_OK);
+    tb_cuda_workspace* ws = nullptr;
+    tb_error err{};
+    REQUIRE_MESSAGE(create(ctx, &handle, 1, 3, &ws, &err) == TB_OK, err.message);
+    const tb_strips w = art_cpp.value()->view(*art_cpp.value()->find(entry)).strips;
+    REQUIRE(w.k % 32 == 0);
+    for (int64_t m : {1, 3}) {
+      Activations act = make_activations(m, w.k, 60 + m);
+      DeviceCase d(m, w.k, w.n);
+      upload(d.x, act.x);
+      upload(d.xq, act.xq);
+      upload(d.xd, act.xd);
+      for (tb_act_mode mode : {TB_ACT_F32, TB_ACT_I8}) {
+        const tb_gemm_args a = d.args(mode, m, w.k, w.n);
+        REQUIRE_MESSAGE(gemm(ctx, handle, ws, &a, s, &err) == TB_OK, err.message);
+        REQUIRE(cudaStreamSynchronize(s) == cudaSuccess);
+        const auto want = reference(mode, m, w, act);
+        const auto got = download(d.y, want.size());
+        CHECK_MESSAGE(bit_diff(want.data(), got.data(), static_cast<int64_t>(want.size())).first == 0,
+                      entry << " " << act_mode_name(mode) << " M=" << m);
+      }
+    }
+    destroy(ctx, ws);
+    tb_unbind(bound);
+  }
+  cudaStreamDestroy(s);
+  tb_backend_close(engine);
+  tb_artifact_close(art);
 }
 
 }  // TEST_SUITE
