@@ -3,6 +3,7 @@
 #include "backends/cuda/device_calls.h"
 
 #include <algorithm>
+#include <initializer_list>
 #include <new>
 
 #include "backends/cuda/cuda_status.h"
@@ -44,8 +45,8 @@ class DeviceScope {
 
 // While a capture is in progress in "global" mode (cudaStreamBeginCapture's default), the
 // runtime refuses calls it deems unsafe from any capturing thread; the plan's first-use queries
-// (occupancy, device attributes) and the pointer checks below are only queries, so this thread
-// runs them in relaxed mode and restores its own mode after. Launches are captured either way.
+// and settings (occupancy, device and kernel attributes) touch no stream, so this thread runs
+// them in relaxed mode and restores its own mode after. Launches are captured either way.
 class RelaxedCaptureScope {
  public:
   RelaxedCaptureScope() { exchanged_ = cudaThreadExchangeStreamCaptureMode(&mode_) == cudaSuccess; }
@@ -115,6 +116,31 @@ Status check_aligned(const char* who, const char* what, const void* p, uintptr_t
   if (reinterpret_cast<uintptr_t>(p) % bytes == 0) return Status();
   return Error(TB_INVALID_ARGUMENT, "%s: %s = %p is not %zu-byte aligned (%s)", who, what, p,
                static_cast<size_t>(bytes), why);
+}
+
+struct NamedPointer {
+  const char* name;
+  const void* p;
+};
+
+// The device's answers about the call: the stream's device and each array's memory. Skipped while
+// the stream captures: some drivers refuse the stream query then (cudaErrorStreamCaptureUnsupported,
+// driver-dependent, not toolkit-dependent), and a refusal invalidates the caller's capture, which
+// costs more than the check is worth. cudaStreamIsCapturing is the query every driver answers.
+Status check_on_device(const char* who, cudaStream_t stream, int device,
+                       std::initializer_list<NamedPointer> arrays) {
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  const cudaError_t e = cudaStreamIsCapturing(stream, &capture);
+  if (e == cudaErrorStreamCaptureImplicit) {
+    (void)cudaGetLastError();
+    return Error(TB_INVALID_ARGUMENT, "%s: the default stream takes no work while another stream "
+                 "of the device captures (pass the capturing stream)", who);
+  }
+  TB_CUDA_TRY(e);
+  if (capture != cudaStreamCaptureStatusNone) return Status();
+  TB_RETURN_IF_ERROR(check_stream(who, stream, device));
+  for (const NamedPointer& a : arrays) TB_RETURN_IF_ERROR(check_device_pointer(who, a.name, a.p, device));
+  return Status();
 }
 
 WorkspaceNeed max_need(const DeviceStrips& w, int64_t max_m) {
@@ -263,20 +289,17 @@ Status gemm_device(const void* owner, int device, const DeviceStrips& w, tb_cuda
   RelaxedCaptureScope relaxed;
   DeviceScope scope(device);
   TB_RETURN_IF_ERROR(scope.enter());
-  TB_RETURN_IF_ERROR(check_stream(kGemm, stream, device));
   GemmLaunch g;
   g.mode = a->mode;
   g.m = a->m;
   if (g.mode == TB_ACT_F32) {
-    TB_RETURN_IF_ERROR(check_device_pointer(kGemm, "x", a->x, device));
+    TB_RETURN_IF_ERROR(check_on_device(kGemm, stream, device, {{"x", a->x}, {"y", a->y}}));
     g.x = a->x;
   } else {
-    TB_RETURN_IF_ERROR(check_device_pointer(kGemm, "xq", a->xq, device));
-    TB_RETURN_IF_ERROR(check_device_pointer(kGemm, "xd", a->xd, device));
+    TB_RETURN_IF_ERROR(check_on_device(kGemm, stream, device, {{"xq", a->xq}, {"xd", a->xd}, {"y", a->y}}));
     g.xq = a->xq;
     g.xd = a->xd;
   }
-  TB_RETURN_IF_ERROR(check_device_pointer(kGemm, "y", a->y, device));
   g.y = a->y;
   g.partial = ws->partial;
   g.counters = ws->counters;
@@ -292,10 +315,7 @@ Status quantize_i8_device(int device, const tb_quantize_args* a, cudaStream_t st
   RelaxedCaptureScope relaxed;
   DeviceScope scope(device);
   TB_RETURN_IF_ERROR(scope.enter());
-  TB_RETURN_IF_ERROR(check_stream(kQuantize, stream, device));
-  TB_RETURN_IF_ERROR(check_device_pointer(kQuantize, "x", a->x, device));
-  TB_RETURN_IF_ERROR(check_device_pointer(kQuantize, "xq", a->xq, device));
-  TB_RETURN_IF_ERROR(check_device_pointer(kQuantize, "xd", a->xd, device));
+  TB_RETURN_IF_ERROR(check_on_device(kQuantize, stream, device, {{"x", a->x}, {"xq", a->xq}, {"xd", a->xd}}));
   QuantizeLaunch q;
   q.m = a->m;
   q.k = a->k;

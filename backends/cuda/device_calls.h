@@ -5,7 +5,8 @@
 //
 // The checks come in two layers: check_gemm_device_args and check_workspace_request read only the
 // arguments (no device call: tested on machines without a GPU), and the enqueue functions add the
-// device's own answers (pointer kinds, the stream's device) before they launch.
+// device's own answers (pointer kinds, the stream's device) before they launch, when the stream
+// is not capturing (see check_on_device in the .cpp).
 //
 // THREAD SAFETY. As the spec: any thread; calls sharing a workspace ordered on one stream.
 #pragma once

@@ -16,11 +16,13 @@
 // tb_backend_iface::quantize_i8 (twinbit::ref::quantize_activations).
 //
 // MEMORY. Every array pointer is a DEVICE pointer (memory of the backend's device, managed
-// memory, or mapped pinned host memory), checked to be one when the call is made; the arrays'
-// extents are the caller's to get right. The gemm kernels read and write dense rows, so the
-// leading dimensions must equal the row lengths: ldx == K (mode F32), ldxq == K and ldxd == K/32
-// (mode I8), ldy == N; x and xq are 16-byte aligned, xd and y 4-byte aligned (cudaMalloc gives
-// 256). Results are in device memory when the stream's work up to the call is
+// memory, or mapped pinned host memory). Outside a capture the call asks the device and refuses
+// anything else; while the stream captures it does not ask (some drivers refuse such queries
+// then, and a refusal would invalidate the capture), so make a call once before capturing it.
+// The arrays' extents are the caller's to get right. The gemm kernels read and write dense
+// rows, so the leading dimensions must equal the row lengths: ldx == K (mode F32), ldxq == K and
+// ldxd == K/32 (mode I8), ldy == N; x and xq are 16-byte aligned, xd and y 4-byte aligned
+// (cudaMalloc gives 256). Results are in device memory when the stream's work up to the call is
 // done; the call itself returns as soon as the work is enqueued.
 //
 // THE WORKSPACE. A gemm whose fold plan has several slices writes slice partials and fold
@@ -35,11 +37,11 @@
 //
 // ERRORS are tb_code values with a message in *err, decided before anything is enqueued:
 // TB_INVALID_ARGUMENT for a null pointer (named), a host pointer where a device one is needed,
-// memory or a stream of another device, a misaligned array, an unknown mode, M outside 1 .. the workspace's max_m,
-// leading dimensions other than the dense ones, a workspace or weights handle that is not this
-// backend's; TB_FAILED_PRECONDITION for a handle that holds a float matrix, not strips;
-// TB_UNIMPLEMENTED for K % 32 != 0 (as for the gemm entry); an error of the CUDA runtime as
-// translated by the backend (a stream capture invalidated by the caller, a launch failure).
+// memory or a stream of another device, a misaligned array, an unknown mode, M outside 1 .. the
+// workspace's max_m, leading dimensions other than the dense ones, a workspace or weights handle
+// that is not this backend's; TB_FAILED_PRECONDITION for a handle that holds a float matrix, not
+// strips; TB_UNIMPLEMENTED for K % 32 != 0 (as for the gemm entry); an error of the CUDA runtime
+// as translated by the backend (a stream capture invalidated by the caller, a launch failure).
 //
 // THREAD SAFETY. Calls may come from any thread; two calls that share a workspace must be
 // ordered on one stream (see THE WORKSPACE). The host's current device is restored on return.
