@@ -39,6 +39,7 @@ GemmSchedule plan(int64_t n, int64_t k, int64_t m, tb_act_mode mode, int64_t sms
 }
 
 std::string describe(const GemmSchedule& s) {
+  if (s.mma && s.mma_strips) return "tensor-core strip blocks, row tile " + std::to_string(s.row_tile);
   if (s.mma) {
     return "tensor cores, row tile " + std::to_string(s.row_tile) + ", " +
            (s.all_slices ? "every slice" : "one slice");
@@ -131,6 +132,7 @@ TEST_CASE("cuda gemm plan: every schedule it chooses has a product kernel, N{1..
               if (s.mma) CHECK((m > 1 && mode == TB_ACT_I8));
               if (m > 64 && mode == TB_ACT_I8) CHECK(s.mma);
               const bool has = m == 1 ? cuda::detail::decode_slice_kernel(prec, mode) != nullptr && s.row_tile == 1
+                               : s.mma_strips ? s.mma && cuda::detail::mma_strips_kernel(prec, s.row_tile) != nullptr && s.cols == 1
                                : s.mma ? cuda::detail::mma_kernel(prec, s.row_tile, s.all_slices) != nullptr && s.cols == 1
                                        : cuda::detail::prefill_kernel(prec, mode, s.row_tile, s.cols, s.all_slices,
                                                                       s.rows_inner) != nullptr;

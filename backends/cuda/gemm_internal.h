@@ -40,6 +40,10 @@ struct Params {
 
 using KernelFn = void (*)(Params);
 
+// The parameter block of a launch over strip_blocks x row_tiles (x slice groups) blocks.
+Params gemm_params(const DeviceStrips& w, const GemmLaunch& a, int64_t nsplit, int64_t strip_blocks,
+                   int64_t row_tiles, int64_t slices_per_block);
+
 // ---- the product's kernels (each nullptr where the product has none) ----
 
 // Decode slice blocks (gemm_decode.cu): one slice per block, prefetch depth 1, held to 40

@@ -133,14 +133,8 @@ __global__ void __launch_bounds__(kThreads * kRowWarps<MT>) gemm_mma_kernel(cons
               ring[i] = load_mma_tile<P>(codes + (gl + kDepth) * kTileBytes, scales + (gl + kDepth) * 32, gid, tig);
             }
             uint32_t a[2][4];
-#pragma unroll
-            for (int h = 0; h < 2; ++h) {
-              fragment_words<P>(t, 2 * h, a[h][0], a[h][2]);      // column 16h + gid
-              fragment_words<P>(t, 2 * h + 1, a[h][1], a[h][3]);  // column 16h + gid + 8
-            }
             float ws[4];
-#pragma unroll
-            for (int q = 0; q < 4; ++q) ws[q] = scale_to_float(t.scale[q]);
+            tile_operands<P>(t, a, ws);
 #pragma unroll
             for (int j = 0; j < kJ; ++j) {
               if ((j0 + j) * 8 < rows) {  // warp-uniform: empty 8-row tiles are skipped

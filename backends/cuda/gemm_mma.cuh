@@ -13,6 +13,7 @@
 #include <cstdint>
 
 #include <twinbit/backend.h>
+#include "backends/cuda/device_numerics.cuh"
 
 namespace twinbit::cuda::detail {
 
@@ -78,6 +79,19 @@ __device__ __forceinline__ void mma_s8(const uint32_t (&a)[4], uint2 b, int (&d)
   d[0] = d[1] = d[2] = d[3] = 0;
   __trap();
 #endif
+}
+
+// A tile's A operands of the two mmas of a group (h = 0: columns 0-15, h = 1: 16-31; A row gid is
+// column 16h + gid, row gid + 8 column 16h + gid + 8) and its four scales as floats.
+template <tb_prec P>
+__device__ __forceinline__ void tile_operands(const MmaTile& t, uint32_t (&a)[2][4], float (&ws)[4]) {
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    fragment_words<P>(t, 2 * h, a[h][0], a[h][2]);
+    fragment_words<P>(t, 2 * h + 1, a[h][1], a[h][3]);
+  }
+#pragma unroll
+  for (int q = 0; q < 4; ++q) ws[q] = scale_to_float(t.scale[q]);
 }
 
 // The bits of 1.5 * 2^23: an integer |v| < 2^22 added to them is v in the float's mantissa.

@@ -68,21 +68,7 @@ Status launch_mma_strips(const DeviceStrips& w, const GemmLaunch& a, int64_t nsp
   }
   const size_t smem = mma_strips_smem_bytes(mt, static_cast<int>(strips));
   TB_RETURN_IF_ERROR(allow_smem(kernel, smem));
-  Params p{};
-  p.codes = w.codes;
-  p.scales = w.scales;
-  p.xq = a.xq;
-  p.xd = a.xd;
-  p.y = a.y;
-  p.m = a.m;
-  p.n = static_cast<int>(w.n);
-  p.np = static_cast<int>(w.np);
-  p.ngroups = static_cast<int>(ngroups);
-  p.nsplit = static_cast<int>(nsplit);
-  p.nstrips = static_cast<int>(nstrips);
-  p.strip_blocks = static_cast<int>(strip_blocks);
-  p.row_tiles = static_cast<int>(row_tiles);
-  p.slices_per_block = static_cast<int>(nsplit);
+  const Params p = gemm_params(w, a, nsplit, strip_blocks, row_tiles, nsplit);
   kernel<<<static_cast<unsigned>(blocks), kMmaStripThreads, smem, stream>>>(p);
   TB_CUDA_TRY(cudaGetLastError());
   return Status();

@@ -117,14 +117,8 @@ __global__ void __launch_bounds__(kMmaStripThreads, kMmaStripMinBlocks<MT>) gemm
         for (int i = 0; i + 1 < kMmaStripDepth; ++i) ring[i] = ring[i + 1];
         if (wz < p.nsplit) fetch(ring[kMmaStripDepth - 1]);
         uint32_t a[2][4];
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          fragment_words<P>(t, 2 * h, a[h][0], a[h][2]);      // column 16h + gid
-          fragment_words<P>(t, 2 * h + 1, a[h][1], a[h][3]);  // column 16h + gid + 8
-        }
         float ws[4];
-#pragma unroll
-        for (int q = 0; q < 4; ++q) ws[q] = scale_to_float(t.scale[q]);
+        tile_operands<P>(t, a, ws);
 #pragma unroll
         for (int j = 0; j < kJ; ++j) {
           if (j * 8 < rows) {  // block-uniform: empty 8-row tiles are skipped

@@ -55,6 +55,29 @@ Result<bool> device_has_int_mma() {
   return major >= 8;
 }
 
+Params gemm_params(const DeviceStrips& w, const GemmLaunch& a, int64_t nsplit, int64_t strip_blocks,
+                   int64_t row_tiles, int64_t slices_per_block) {
+  Params p{};
+  p.codes = w.codes;
+  p.scales = w.scales;
+  p.x = a.x;
+  p.xq = a.xq;
+  p.xd = a.xd;
+  p.y = a.y;
+  p.partial = a.partial;
+  p.counters = a.counters;
+  p.m = a.m;
+  p.n = static_cast<int>(w.n);
+  p.np = static_cast<int>(w.np);
+  p.ngroups = static_cast<int>(w.kp / 32);
+  p.nsplit = static_cast<int>(nsplit);
+  p.nstrips = static_cast<int>(w.np / 32);
+  p.strip_blocks = static_cast<int>(strip_blocks);
+  p.row_tiles = static_cast<int>(row_tiles);
+  p.slices_per_block = static_cast<int>(slices_per_block);
+  return p;
+}
+
 Status launch_slice_blocks(const DeviceStrips& w, const GemmLaunch& a, int64_t nsplit, KernelFn kernel,
                            int mt, int cols, int64_t slices_per_block, cudaStream_t stream, int threads) {
   if (!kernel || mt < 1 || cols < 1 || cols > 2 || nsplit < 1 || slices_per_block < 1 ||
@@ -86,24 +109,7 @@ Status launch_slice_blocks(const DeviceStrips& w, const GemmLaunch& a, int64_t n
     return Error(TB_INTERNAL, "gemm launch: %lld slices need a partial buffer and counters",
                  static_cast<long long>(nsplit));
   }
-  Params p{};
-  p.codes = w.codes;
-  p.scales = w.scales;
-  p.x = a.x;
-  p.xq = a.xq;
-  p.xd = a.xd;
-  p.y = a.y;
-  p.partial = a.partial;
-  p.counters = a.counters;
-  p.m = a.m;
-  p.n = static_cast<int>(w.n);
-  p.np = static_cast<int>(w.np);
-  p.ngroups = static_cast<int>(ngroups);
-  p.nsplit = static_cast<int>(nsplit);
-  p.nstrips = static_cast<int>(nstrips);
-  p.strip_blocks = static_cast<int>(strip_blocks);
-  p.row_tiles = static_cast<int>(row_tiles);
-  p.slices_per_block = static_cast<int>(slices_per_block);
+  const Params p = gemm_params(w, a, nsplit, strip_blocks, row_tiles, slices_per_block);
   kernel<<<static_cast<unsigned>(blocks), static_cast<unsigned>(threads), 0, stream>>>(p);
   TB_CUDA_TRY(cudaGetLastError());
   return Status();

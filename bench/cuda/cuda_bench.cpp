@@ -26,6 +26,7 @@
 #include "bench/cuda/layer_bench.h"
 #include "bench/cuda/source_check.h"
 #include "bench/cuda/source_mapping.h"
+#include "bench/cuda/timing.h"
 #include "core/numerics.h"
 #include "core/op_checks.h"
 #include "core/strip_layout.h"
@@ -46,38 +47,6 @@ const Shape kShapes[] = {{"q_o", 2048, 2048},     {"k_v", 2048, 1024},  {"gate",
 // Whether `name` is in the --mode / --prec list (an empty list takes everything).
 bool wanted(const std::vector<std::string>& only, const std::string& name) {
   return only.empty() || std::find(only.begin(), only.end(), name) != only.end();
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? -1 : v[v.size() / 2];
-}
-
-// Device time the host needs to enqueue `launches` event-bracketed launches, with margin: the
-// hold kernel ahead of each timed batch spins this long (see launch_hold).
-unsigned hold_us(int launches) { return 20u + 15u * static_cast<unsigned>(launches); }
-
-// Median device time (µs) of `launch(i)` over reps calls, each bracketed by its own events, the
-// stream held by a spinning kernel while the host enqueues each batch of 16.
-Result<double> time_events(cudaStream_t s, int warmup, int reps, const std::function<Status(int)>& launch) {
-  for (int i = 0; i < warmup; ++i) TB_RETURN_IF_ERROR(launch(i));
-  std::vector<cudaEvent_t> ev(2 * static_cast<size_t>(reps));
-  for (auto& e : ev) TB_CUDA_TRY(cudaEventCreate(&e));
-  for (int i = 0; i < reps; ++i) {
-    if (i % 16 == 0) TB_CUDA_TRY(launch_hold(s, hold_us(16)));
-    TB_CUDA_TRY(cudaEventRecord(ev[2 * i], s));
-    TB_RETURN_IF_ERROR(launch(warmup + i));
-    TB_CUDA_TRY(cudaEventRecord(ev[2 * i + 1], s));
-  }
-  TB_CUDA_TRY(cudaStreamSynchronize(s));
-  std::vector<double> us(reps);
-  for (int i = 0; i < reps; ++i) {
-    float ms = 0;
-    TB_CUDA_TRY(cudaEventElapsedTime(&ms, ev[2 * i], ev[2 * i + 1]));
-    us[i] = ms * 1e3;
-  }
-  for (auto& e : ev) cudaEventDestroy(e);
-  return median(us);
 }
 
 // Median device time (µs) of each variant, interleaved: rep i launches every variant once, in
@@ -143,17 +112,6 @@ Result<double> time_back_to_back(cudaStream_t s, int batches, int batch,
   return median(us);
 }
 
-// Host wall time (µs) of `call()`, median.
-Result<double> time_host(int warmup, int reps, const std::function<Status()>& call) {
-  for (int i = 0; i < warmup; ++i) TB_RETURN_IF_ERROR(call());
-  std::vector<double> us(reps);
-  for (int i = 0; i < reps; ++i) {
-    const auto t0 = std::chrono::steady_clock::now();
-    TB_RETURN_IF_ERROR(call());
-    us[i] = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
-  }
-  return median(us);
-}
 
 uint64_t xorshift(uint64_t& s) {
   s ^= s << 13;

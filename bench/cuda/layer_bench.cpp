@@ -11,6 +11,7 @@
 
 #include "backends/cuda/cuda_status.h"
 #include "bench/cuda/source_mapping.h"
+#include "bench/cuda/timing.h"
 #include "core/numerics.h"
 #include "core/op_checks.h"
 #include "core/reference.h"
@@ -34,10 +35,6 @@ bool wanted(const std::vector<std::string>& only, const std::string& name) {
   return only.empty() || std::find(only.begin(), only.end(), name) != only.end();
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? -1 : v[v.size() / 2];
-}
 
 // Random strips in the canonical layout: codes over the precision's range, scales near 2^-7 of
 // both signs (the values do not change the time; they keep the outputs finite).
@@ -161,39 +158,12 @@ struct DeviceCalls {
   tb_cuda_quantize_i8_device_fn quantize = nullptr;
 };
 
-// Host wall time (µs) of `call()`, median over reps after warmup.
-Result<double> time_host(int warmup, int reps, const std::function<Status()>& call) {
-  for (int i = 0; i < warmup; ++i) TB_RETURN_IF_ERROR(call());
-  std::vector<double> us(static_cast<size_t>(reps));
-  for (auto& u : us) {
-    const auto t0 = std::chrono::steady_clock::now();
-    TB_RETURN_IF_ERROR(call());
-    u = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
-  }
-  return median(us);
-}
-
-// Device time (µs) of one graph replay, median: each replay bracketed by events, behind a hold
-// kernel so the events time device work, not the host's launch.
+// Device time (µs) of one graph replay, median over reps (time_events).
 Result<double> time_graph(cudaGraphExec_t exec, cudaStream_t s, int reps) {
-  for (int i = 0; i < 3; ++i) TB_CUDA_TRY(cudaGraphLaunch(exec, s));
-  std::vector<cudaEvent_t> ev(2 * static_cast<size_t>(reps));
-  for (auto& e : ev) TB_CUDA_TRY(cudaEventCreate(&e));
-  for (int i = 0; i < reps; ++i) {
-    TB_CUDA_TRY(launch_hold(s, 30));
-    TB_CUDA_TRY(cudaEventRecord(ev[2 * i], s));
+  return time_events(s, 3, reps, [&](int) -> Status {
     TB_CUDA_TRY(cudaGraphLaunch(exec, s));
-    TB_CUDA_TRY(cudaEventRecord(ev[2 * i + 1], s));
-  }
-  TB_CUDA_TRY(cudaStreamSynchronize(s));
-  std::vector<double> us(static_cast<size_t>(reps));
-  for (int i = 0; i < reps; ++i) {
-    float ms = 0;
-    TB_CUDA_TRY(cudaEventElapsedTime(&ms, ev[2 * i], ev[2 * i + 1]));
-    us[i] = ms * 1e3;
-  }
-  for (auto& e : ev) cudaEventDestroy(e);
-  return median(us);
+    return Status();
+  });
 }
 
 struct GraphGuard {
