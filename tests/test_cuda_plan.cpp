@@ -70,7 +70,7 @@ TEST_CASE("cuda gemm plan on 132 SMs: decode of q/o, k/v, qkv runs strip blocks;
   CHECK(plan(151936, 2048, 1, TB_ACT_F32, 132, DecodePath::kStripBlocks).strip_blocks);
 }
 
-TEST_CASE("cuda gemm plan on 132 SMs, M32: F32 lm_head two strips per warp in row tiles of 16, one slice; gate_up every slice with rows inside; q/o one slice, rows outside. I8: lm_head on tensor cores in one tile of 32 rows, every slice; gate_up dp4a every slice") {
+TEST_CASE("cuda gemm plan on 132 SMs, M32: F32 lm_head two strips per warp in row tiles of 16, one slice; gate_up every slice with rows inside; q/o one slice, rows outside. I8: lm_head on row-tile tensor cores in one tile of 32 rows, every slice; gate_up tensor-core strip blocks of 16 rows") {
   GemmSchedule s = plan(151936, 2048, 32, TB_ACT_F32);
   CHECK(describe(s) == "row tile 16, 2 strips per warp, one slice, rows outside");
   s = plan(151936, 2048, 32, TB_ACT_I8);
@@ -78,23 +78,24 @@ TEST_CASE("cuda gemm plan on 132 SMs, M32: F32 lm_head two strips per warp in ro
   s = plan(12288, 2048, 32, TB_ACT_F32);
   CHECK(describe(s) == "row tile 8, 1 strips per warp, every slice, rows inside");
   s = plan(12288, 2048, 32, TB_ACT_I8);
-  CHECK(describe(s) == "row tile 8, 1 strips per warp, every slice, rows outside");
+  CHECK(describe(s) == "tensor-core strip blocks, row tile 16");
   s = plan(2048, 2048, 32, TB_ACT_F32);
   CHECK(describe(s) == "row tile 8, 1 strips per warp, one slice, rows outside");
 }
 
-TEST_CASE("cuda gemm plan, mode I8 on 132 SMs: tensor cores past 32 rows, and from 16 where their blocks fill the GPU twice (lm_head); row tile the smallest of 8/16/32/64 holding M; never at M = 1 or in mode F32; forced on or off") {
+TEST_CASE("cuda gemm plan, mode I8 on 132 SMs: tensor cores for every M > 1: strip blocks up to 8 rows, and up to 32 where row-tile blocks would not fill the GPU twice (gate_up), in tiles of 8 rows up to 16, else 16; row-tile blocks otherwise (the smallest of 8/16/32/64 holding M); never at M = 1 or in mode F32; forced on or off") {
   for (int64_t m : {33, 64, 65, 512}) {
     const GemmSchedule s = plan(12288, 2048, m, TB_ACT_I8);
-    CHECK(describe(s) == "tensor cores, row tile " + std::to_string(m <= 64 ? (m <= 32 ? 32 : 64) : 64) + ", every slice");
+    CHECK(describe(s) == "tensor cores, row tile " + std::to_string(m <= 32 ? 32 : 64) + ", every slice");
     CHECK_FALSE(plan(12288, 2048, m, TB_ACT_F32).mma);
   }
-  for (int64_t m : {2, 8, 16, 32}) CHECK_FALSE(plan(12288, 2048, m, TB_ACT_I8).mma);
-  CHECK(describe(plan(12288, 2048, 16, TB_ACT_I8)) == "row tile 8, 1 strips per warp, one slice, rows outside");
+  for (int64_t m : {2, 8, 9, 16, 17, 32}) {
+    CHECK(describe(plan(12288, 2048, m, TB_ACT_I8)) == "tensor-core strip blocks, row tile " + std::to_string(m <= 16 ? 8 : 16));
+  }
+  for (int64_t m : {2, 5, 8}) CHECK(describe(plan(151936, 2048, m, TB_ACT_I8)) == "tensor-core strip blocks, row tile 8");
   for (int64_t m : {16, 17, 32}) {
     CHECK(describe(plan(151936, 2048, m, TB_ACT_I8)) == "tensor cores, row tile " + std::to_string(m == 16 ? 16 : 32) + ", every slice");
   }
-  CHECK(describe(plan(151936, 2048, 8, TB_ACT_I8)) == "row tile 16, 2 strips per warp, every slice, rows outside");
   CHECK_FALSE(plan(151936, 2048, 1, TB_ACT_I8).mma);
   cuda::GemmLaunch a;
   a.mode = TB_ACT_I8;
@@ -105,11 +106,20 @@ TEST_CASE("cuda gemm plan, mode I8 on 132 SMs: tensor cores past 32 rows, and fr
   CHECK(describe(s) == "row tile 16, 2 strips per warp, every slice, rows outside");
   a.m = 2;
   force.mma = cuda::Toggle::kOn;
+  force.mma_strips = cuda::Toggle::kOff;
   s = cuda::plan_gemm(strips_of(TB_PREC_Q8, 12288, 2048), a, split_plan(12288, 2048), 132, force);
   CHECK(describe(s) == "tensor cores, row tile 8, every slice");
   force.all_slices = cuda::Toggle::kOff;
   s = cuda::plan_gemm(strips_of(TB_PREC_Q8, 12288, 2048), a, split_plan(12288, 2048), 132, force);
   CHECK(describe(s) == "tensor cores, row tile 8, one slice");
+  a.m = 40;
+  force = {};
+  force.mma_strips = cuda::Toggle::kOn;
+  s = cuda::plan_gemm(strips_of(TB_PREC_Q8, 151936, 2048), a, split_plan(151936, 2048), 132, force);
+  CHECK(describe(s) == "tensor-core strip blocks, row tile 16");
+  force.row_tile = 32;
+  s = cuda::plan_gemm(strips_of(TB_PREC_Q8, 151936, 2048), a, split_plan(151936, 2048), 132, force);
+  CHECK(describe(s) == "tensor-core strip blocks, row tile 32");
 }
 
 TEST_CASE("cuda gemm plan: every schedule it chooses has a product kernel, N{1..151936} x K{32,2048,6144} x M{1..1024} x SMs{1,16,132,1024}, q8 q4 x f32 i8") {
@@ -185,7 +195,8 @@ TEST_CASE("cuda gemm schedule without a product kernel is INVALID_ARGUMENT namin
     CHECK(st.code() == TB_INVALID_ARGUMENT);
     CHECK_MESSAGE(st.message().find("the product has no kernel") != std::string::npos, st.to_string());
     const bool compiled = c.s.mma ? c.mode == TB_ACT_I8 && c.s.cols == 1 &&
-                                        cuda::detail::mma_kernel(TB_PREC_Q8, c.s.row_tile, c.s.all_slices) != nullptr
+                                        (c.s.mma_strips ? cuda::detail::mma_strips_kernel(TB_PREC_Q8, c.s.row_tile)
+                                                        : cuda::detail::mma_kernel(TB_PREC_Q8, c.s.row_tile, c.s.all_slices)) != nullptr
                                   : cuda::detail::prefill_kernel(TB_PREC_Q8, c.mode, c.s.row_tile, c.s.cols,
                                                                  c.s.all_slices, c.s.rows_inner) != nullptr;
     CHECK_FALSE(compiled);

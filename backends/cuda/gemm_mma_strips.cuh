@@ -35,8 +35,11 @@ namespace twinbit::cuda::detail {
 
 constexpr int kMmaStripWarps = 8;
 constexpr int kMmaStripThreads = kMmaStripWarps * 32;
-// Weight tiles in flight per warp ahead of the one computed.
-constexpr int kMmaStripDepth = 2;
+// Weight tiles in flight per warp ahead of the one computed: the product's choice per row tile
+// (a warp of 8 or 16 rows has the registers for 4: a slice round's whole share in flight on
+// gate_up; 32-row tiles already spill at 2).
+template <int MT>
+constexpr int kMmaStripDepth = MT == 32 ? 2 : 4;
 
 // Dynamic shared memory of a launch: two rounds of slot sums (one slot per warp) and the running
 // outputs of the block's strips, MT x 32 floats each.
@@ -44,13 +47,14 @@ constexpr size_t mma_strips_smem_bytes(int mt, int strips) {
   return static_cast<size_t>(2 * kMmaStripWarps + strips) * static_cast<size_t>(mt) * 32 * sizeof(float);
 }
 
-// Blocks per SM the registers are held to: three at 8 rows, two above (ptxas's free choice left
-// 8-row tiles at 87 registers, two blocks, and 32-row tiles at 160, one block).
-template <int MT>
-constexpr int kMmaStripMinBlocks = MT == 8 ? 3 : 2;
+// Blocks per SM the registers are held to: three for 8-row tiles with 2 tiles in flight, two
+// otherwise (ptxas's free choice left 8-row tiles at 87 registers, two blocks, and 32-row tiles
+// at 160, one block; 8-row tiles with 4 tiles in flight spill when held to three).
+template <int MT, int D>
+constexpr int kMmaStripMinBlocks = MT == 8 && D <= 2 ? 3 : 2;
 
-template <tb_prec P, int MT, bool kOrdered>
-__global__ void __launch_bounds__(kMmaStripThreads, kMmaStripMinBlocks<MT>) gemm_mma_strips_kernel(const Params p) {
+template <tb_prec P, int MT, bool kOrdered, int kDepth = kMmaStripDepth<MT>>
+__global__ void __launch_bounds__(kMmaStripThreads, kMmaStripMinBlocks<MT, kDepth>) gemm_mma_strips_kernel(const Params p) {
   constexpr int kJ = MT / 8, kTile = MT * 32;
   constexpr int kTileBytes = P == TB_PREC_Q8 ? 1024 : 512;
   extern __shared__ __align__(16) float smem[];
@@ -92,9 +96,9 @@ __global__ void __launch_bounds__(kMmaStripThreads, kMmaStripMinBlocks<MT>) gemm
       }
     }
   };
-  MmaTile ring[kMmaStripDepth];
+  MmaTile ring[kDepth];
 #pragma unroll
-  for (int i = 0; i < kMmaStripDepth; ++i) {
+  for (int i = 0; i < kDepth; ++i) {
     if (wz < p.nsplit) fetch(ring[i]);
   }
 
@@ -114,8 +118,8 @@ __global__ void __launch_bounds__(kMmaStripThreads, kMmaStripMinBlocks<MT>) gemm
       for (int g = gb; g < ge; ++g) {  // ascending g
         const MmaTile t = ring[0];
 #pragma unroll
-        for (int i = 0; i + 1 < kMmaStripDepth; ++i) ring[i] = ring[i + 1];
-        if (wz < p.nsplit) fetch(ring[kMmaStripDepth - 1]);
+        for (int i = 0; i + 1 < kDepth; ++i) ring[i] = ring[i + 1];
+        if (wz < p.nsplit) fetch(ring[kDepth - 1]);
         uint32_t a[2][4];
         float ws[4];
         tile_operands<P>(t, a, ws);

@@ -171,11 +171,17 @@ PrefillPlan plan_prefill(tb_act_mode mode, const GemmForce& a, int64_t nstrips, 
   return pl;
 }
 
-// Rows per block of the tensor-core kernels: the smallest tile that holds M, 64 past it (32 in
-// the strip blocks).
-int mma_row_tile(int64_t m, int forced, bool strips) {
-  if (forced == 8 || forced == 16 || forced == 32 || (forced == 64 && !strips)) return forced;
-  return m <= 8 ? 8 : m <= 16 ? 16 : (m <= 32 || strips) ? 32 : 64;
+// Rows per block of the row-tile tensor-core kernel: the smallest tile that holds M, 64 past it.
+int mma_row_tile(int64_t m, int forced) {
+  if (forced == 8 || forced == 16 || forced == 32 || forced == 64) return forced;
+  return m <= 8 ? 8 : m <= 16 ? 16 : m <= 32 ? 32 : 64;
+}
+
+// Rows per block of the tensor-core strip blocks: 8 up to 16 rows, 16 above (32-row tiles hold
+// 32 accumulators a thread and spill).
+int mma_strips_row_tile(int64_t m, int forced) {
+  if (forced == 8 || forced == 16 || forced == 32) return forced;
+  return m <= 16 ? 8 : 16;
 }
 
 // The product's kernel for schedule s, or nullptr.
@@ -223,17 +229,19 @@ GemmSchedule plan_gemm(const DeviceStrips& w, const GemmLaunch& a, int64_t nspli
                      (a.decode == DecodePath::kStripBlocks || (a.decode == DecodePath::kAuto && strips_auto));
     return s;
   }
-  const bool strips = force.mma_strips == Toggle::kOn || (force.mma_strips == Toggle::kAuto && a.m <= 32);
-  const int mma_tile = mma_row_tile(a.m, force.row_tile, strips);
+  const int mma_tile = mma_row_tile(a.m, force.row_tile);
   const int64_t mma_blocks = ceil_div(nstrips, kStripsPerBlock) * ceil_div(a.m, mma_tile);
-  const bool mma_auto = strips || a.m > 32 || (a.m >= 16 && mma_blocks >= 2 * sms);
+  const bool fills_twice = mma_blocks >= 2 * sms;
+  const bool strips_auto = a.m <= 8 || (a.m <= 32 && !fills_twice);
+  const bool strips = force.mma_strips == Toggle::kOn || (force.mma_strips == Toggle::kAuto && strips_auto);
+  const bool mma_auto = strips || a.m > 32 || (a.m >= 16 && fills_twice);
   if (a.mode == TB_ACT_I8 && force.cols != 2 &&
       (force.mma == Toggle::kOn || (force.mma == Toggle::kAuto && mma_auto))) {
     // Integer tensor cores: strip blocks, or row-tile blocks with one strip per warp and every
     // slice per block (the fold in registers; one slice per block only when forced).
     s.mma = true;
     s.mma_strips = strips;
-    s.row_tile = mma_tile;
+    s.row_tile = strips ? mma_strips_row_tile(a.m, force.row_tile) : mma_tile;
     s.all_slices = !strips && force.all_slices != Toggle::kOff;
     return s;
   }

@@ -466,8 +466,8 @@ Status run_cuda(const Options& opt, std::vector<Case>& out) {
                 v.force.row_tile = rt;
               });
             }
-            // The tensor-core strip blocks: the plan's row tile, the mmas in program order, and
-            // the smaller row tiles (more blocks, each weight tile read again from L2).
+            // The tensor-core strip blocks: the plan's row tile, the mmas in program order, other
+            // depths of the weight ring, and every row tile.
             add("mma_strips", [](GemmVariant& v) {
               v.force.mma = Toggle::kOn;
               v.force.mma_strips = Toggle::kOn;
@@ -477,8 +477,15 @@ Status run_cuda(const Options& opt, std::vector<Case>& out) {
               v.force.mma_strips = Toggle::kOn;
               v.mma_ordered = true;
             });
-            for (int rt : {8, 16}) {
-              if (rt >= std::min(def, 32)) continue;
+            for (int d : {2, 6}) {
+              add(Format("mma_strips_depth%d", d).c_str(), [d](GemmVariant& v) {
+                v.force.mma = Toggle::kOn;
+                v.force.mma_strips = Toggle::kOn;
+                v.mma_depth = d;
+              });
+            }
+            for (int rt : {8, 16, 32}) {
+              if (rt > 8 && m <= rt / 2) continue;  // a tile of mostly empty rows
               add(Format("mma_strips_rowtile%d", rt).c_str(), [rt](GemmVariant& v) {
                 v.force.mma = Toggle::kOn;
                 v.force.mma_strips = Toggle::kOn;

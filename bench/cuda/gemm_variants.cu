@@ -88,15 +88,24 @@ Status launch_decode_variant(const cuda::DeviceStrips& w, const cuda::GemmLaunch
   return cuda::detail::launch_slice_blocks(w, a, nsplit, kernel, 1, 1, slices_per_block, stream);
 }
 
-// The tensor-core strip kernel with the mmas in program order (the product's are not).
-KernelFn mma_strips_ordered(tb_prec prec, int mt) {
+// The tensor-core strip kernel with the mmas in program order, or with `depth` weight tiles in
+// flight per warp (0: the product's depth).
+template <bool kOrdered, int D>
+KernelFn mma_strips_form(tb_prec prec, int mt) {
   using cuda::detail::gemm_mma_strips_kernel;
+  constexpr int d8 = D > 0 ? D : cuda::detail::kMmaStripDepth<8>, d16 = D > 0 ? D : cuda::detail::kMmaStripDepth<16>,
+                d32 = D > 0 ? D : cuda::detail::kMmaStripDepth<32>;
   switch (mt) {
-    case 8: return prec == kQ8 ? gemm_mma_strips_kernel<kQ8, 8, true> : gemm_mma_strips_kernel<kQ4, 8, true>;
-    case 16: return prec == kQ8 ? gemm_mma_strips_kernel<kQ8, 16, true> : gemm_mma_strips_kernel<kQ4, 16, true>;
-    case 32: return prec == kQ8 ? gemm_mma_strips_kernel<kQ8, 32, true> : gemm_mma_strips_kernel<kQ4, 32, true>;
+    case 8: return prec == kQ8 ? gemm_mma_strips_kernel<kQ8, 8, kOrdered, d8> : gemm_mma_strips_kernel<kQ4, 8, kOrdered, d8>;
+    case 16: return prec == kQ8 ? gemm_mma_strips_kernel<kQ8, 16, kOrdered, d16> : gemm_mma_strips_kernel<kQ4, 16, kOrdered, d16>;
+    case 32: return prec == kQ8 ? gemm_mma_strips_kernel<kQ8, 32, kOrdered, d32> : gemm_mma_strips_kernel<kQ4, 32, kOrdered, d32>;
   }
   return nullptr;
+}
+
+KernelFn mma_strips_variant(tb_prec prec, int mt, bool ordered, int depth) {
+  if (ordered) return mma_strips_form<true, 0>(prec, mt);
+  return depth == 2 ? mma_strips_form<false, 2>(prec, mt) : depth == 6 ? mma_strips_form<false, 6>(prec, mt) : nullptr;
 }
 
 }  // namespace
@@ -136,11 +145,18 @@ Status launch_gemm_variant(const cuda::DeviceStrips& w, const cuda::GemmLaunch& 
     return Error(TB_INVALID_ARGUMENT, "gemm variant: merged slices, depth 2 and I2F are decode kernels "
                  "(M = 1), not for %lld rows", static_cast<long long>(a.m));
   }
-  if (v.mma_ordered && !(s.mma && s.mma_strips)) {
-    return Error(TB_INVALID_ARGUMENT, "gemm variant: ordered mmas exist in the tensor-core strip blocks only "
-                 "(mode I8, M >= 2, strip blocks)");
+  if ((v.mma_ordered || v.mma_depth != 0) && !(s.mma && s.mma_strips)) {
+    return Error(TB_INVALID_ARGUMENT, "gemm variant: ordered mmas and other depths exist in the tensor-core "
+                 "strip blocks only (mode I8, M >= 2, strip blocks)");
   }
-  if (v.mma_ordered) return cuda::detail::launch_mma_strips(w, a, nsplit, mma_strips_ordered(w.prec, s.row_tile), s.row_tile, stream);
+  if (v.mma_ordered || v.mma_depth != 0) {
+    const KernelFn kernel = mma_strips_variant(w.prec, s.row_tile, v.mma_ordered, v.mma_depth);
+    if (!kernel || (v.mma_ordered && v.mma_depth != 0)) {
+      return Error(TB_INVALID_ARGUMENT, "gemm variant: tensor-core strip depth %d (expected 2 or 6, and not "
+                   "with ordered mmas)", v.mma_depth);
+    }
+    return cuda::detail::launch_mma_strips(w, a, nsplit, kernel, s.row_tile, stream);
+  }
   if (s.mma) return cuda::launch_gemm_schedule(w, a, s, stream);  // the other tensor-core forms are the product's
   if (mma_tile) {
     return Error(TB_INVALID_ARGUMENT, "gemm variant: row tile %d is a tensor-core tile (mode I8, M >= 2)", rt);
