@@ -16,7 +16,7 @@
 // (gemm_mma.cuh), and the float step of the contract per (column, row, group) in ascending g on
 // the CUDA cores: three instructions, as the mma's accumulators start at the bits of 1.5 * 2^23
 // (p = one exact FADD, t = ws * xd one FMUL, the FFMA). The activations are read from global memory (L1-resident: every warp of the
-// SM reads the same row tile). Each warp keeps kDepth weight tiles in flight, across slice and
+// SM reads the same row tile). Each warp keeps kDepth (2) weight tiles in flight, across slice and
 // round boundaries. After a round every warp leaves its slice sums in shared memory; after one
 // barrier the block adds them to its running outputs, out = out + a[z] in ascending z (double-
 // buffered rounds: one barrier per round). The last barrier is followed by coalesced stores.
@@ -35,11 +35,11 @@ namespace twinbit::cuda::detail {
 
 constexpr int kMmaStripWarps = 8;
 constexpr int kMmaStripThreads = kMmaStripWarps * 32;
-// Weight tiles in flight per warp ahead of the one computed: the product's choice per row tile
-// (a warp of 8 or 16 rows has the registers for 4: a slice round's whole share in flight on
-// gate_up; 32-row tiles already spill at 2).
+// Weight tiles in flight per warp ahead of the one computed. Two: more hold more registers, hence
+// fewer blocks per SM, and measured slower on the H200 (gate_up M = 2: 14.1 us at 2, 20.6 at 4,
+// 22.8 at 6; lm_head M = 2: 101 / 124 / 145; the benchmark's mma_strips_depth* variants).
 template <int MT>
-constexpr int kMmaStripDepth = MT == 32 ? 2 : 4;
+constexpr int kMmaStripDepth = 2;
 
 // Dynamic shared memory of a launch: two rounds of slot sums (one slot per warp) and the running
 // outputs of the block's strips, MT x 32 floats each.

@@ -477,7 +477,7 @@ Status run_cuda(const Options& opt, std::vector<Case>& out) {
               v.force.mma_strips = Toggle::kOn;
               v.mma_ordered = true;
             });
-            for (int d : {2, 6}) {
+            for (int d : {4, 6}) {
               add(Format("mma_strips_depth%d", d).c_str(), [d](GemmVariant& v) {
                 v.force.mma = Toggle::kOn;
                 v.force.mma_strips = Toggle::kOn;

@@ -105,7 +105,7 @@ KernelFn mma_strips_form(tb_prec prec, int mt) {
 
 KernelFn mma_strips_variant(tb_prec prec, int mt, bool ordered, int depth) {
   if (ordered) return mma_strips_form<true, 0>(prec, mt);
-  return depth == 2 ? mma_strips_form<false, 2>(prec, mt) : depth == 6 ? mma_strips_form<false, 6>(prec, mt) : nullptr;
+  return depth == 4 ? mma_strips_form<false, 4>(prec, mt) : depth == 6 ? mma_strips_form<false, 6>(prec, mt) : nullptr;
 }
 
 }  // namespace
@@ -152,7 +152,7 @@ Status launch_gemm_variant(const cuda::DeviceStrips& w, const cuda::GemmLaunch& 
   if (v.mma_ordered || v.mma_depth != 0) {
     const KernelFn kernel = mma_strips_variant(w.prec, s.row_tile, v.mma_ordered, v.mma_depth);
     if (!kernel || (v.mma_ordered && v.mma_depth != 0)) {
-      return Error(TB_INVALID_ARGUMENT, "gemm variant: tensor-core strip depth %d (expected 2 or 6, and not "
+      return Error(TB_INVALID_ARGUMENT, "gemm variant: tensor-core strip depth %d (expected 4 or 6, and not "
                    "with ordered mmas)", v.mma_depth);
     }
     return cuda::detail::launch_mma_strips(w, a, nsplit, kernel, s.row_tile, stream);
