@@ -34,6 +34,9 @@
 //     warp's strip is the A operand of two m16n8k32 mmas per group, rows in tiles of 8 to 64 are
 //     the B operand, staged in shared memory in fragment order; the float step stays per (column,
 //     row, group) on the CUDA cores, in the contract's order.
+//   - Mode I8 at small M, and on grids of few strips up to 32 rows, runs tensor-core STRIP BLOCKS
+//     instead (gemm_mma_strips.cuh): a block's 8 warps take the slices of its 1-8 strips round
+//     by round and fold them through shared memory in ascending z.
 //   - Which of these schedules runs is the plan's choice per shape (gemm_plan.h; the measurements
 //     behind each rule: docs/results/cuda-kernel-choices.md). The library compiles only the
 //     kernels the plan can choose; the measured-slower alternatives are benchmark code

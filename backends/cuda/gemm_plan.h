@@ -9,11 +9,13 @@
 //     tiles): a short latency chain with no global partials (q/o, k/v, qkv). Otherwise slice
 //     blocks, one slice per block, held to 12 blocks per SM (gate, gate_up, down, lm_head: more
 //     strips or longer shares, where the strip blocks would serialise).
-//   - Prefill in mode I8 runs the integer tensor-core kernels (gemm_mma.cu) on devices that have
-//     them (sm_80+) past 32 rows, and from 16 rows when their blocks fill the GPU twice (lm_head):
-//     rows per block the smallest of 8, 16, 32, 64 that holds M (64 past it), every slice per
-//     block. Below that the dp4a slice blocks measured faster (lm_head M = 2..8, gate_up up to
-//     M = 32). The rules below are then mode F32's, and I8's where the tensor cores do not run.
+//   - Prefill in mode I8 runs the integer tensor cores on devices that have them (sm_80+) at
+//     every M > 1: the strip blocks (gemm_mma_strips.cuh: a strip's slices over a block's warps)
+//     up to 8 rows, and up to 32 where the row-tile blocks would not fill the GPU twice (gate_up),
+//     in 8-row tiles up to 16 rows, 16 above; otherwise the row-tile kernel (gemm_mma.cu), rows
+//     per block the smallest of 8, 16, 32, 64 that holds M (64 past it), every slice per block.
+//     The dp4a slice blocks run where the tensor cores do not (older devices, or forced). The
+//     rules below are then mode F32's, and I8's where the tensor cores do not run.
 //   - Prefill rows per block: 16 on vocabulary-sized outputs (np > 65536), 8 otherwise (a larger
 //     tile reuses each weight more but leaves small grids with too few blocks).
 //   - Prefill strips per warp: two when one-strip blocks would fill the GPU 8 times over (each
