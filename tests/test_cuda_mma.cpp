@@ -1,6 +1,6 @@
-// The CUDA gemm in mode I8 through the public call (the plan runs the integer tensor cores,
-// backends/cuda/gemm_mma.cu, past 32 rows and from 16 rows on large grids, the dp4a kernels
-// below) against the scalar reference, bit for bit, over every M from 1 to 64 and 128, 256, 512,
+// The CUDA gemm in mode I8 through the public call (the plan runs the integer tensor cores at
+// every M > 1: strip blocks, backends/cuda/gemm_mma_strips.cuh, or row-tile blocks, gemm_mma.cu;
+// gemm_plan.h says which) against the scalar reference, bit for bit, over every M from 1 to 64 and 128, 256, 512,
 // ragged N, K past 8192, both precisions. Mode F32 runs the same M list (its kernels are not
 // new, but the conformance sweep stops near 70 rows). Every tensor-core tile and slice choice
 // forced at small M: tests/test_cuda_gemm_variants.cpp. Bits are per row, so one reference of
