@@ -2,6 +2,7 @@
 // a floor and a peer measured in the same run, as ratios.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -21,12 +22,17 @@ struct Options {
   int reps = 0;                       // --reps (0 = the driver's default)
   bool quick = false;                 // --quick: fewer repetitions (smoke runs)
   std::string vs_isa;                 // --vs-isa TAG (CPU): also time isa=TAG, interleaved
-  std::vector<std::string> modes;     // --mode f32,i8 (empty = both; CUDA driver)
-  std::vector<std::string> precs;     // --prec q8,q4 (empty = both; CUDA driver)
+  std::vector<std::string> modes;     // --mode f32,i8 (empty = both)
+  std::vector<std::string> precs;     // --prec q8,q4 (empty = both)
   bool layer = false;                 // --layer (CUDA): one layer's projections per decode step
                                       // as a replayed graph of device-resident calls, instead of
                                       // the per-shape cases (bench/cuda/layer_bench.h)
 };
+
+// Whether `name` is in a --mode / --prec / --shape list (an empty list takes everything).
+inline bool wanted(const std::vector<std::string>& only, const std::string& name) {
+  return only.empty() || std::find(only.begin(), only.end(), name) != only.end();
+}
 
 // The Qwen3-VL-2B projections the drivers time, K x N (--shape picks among them by name).
 struct ShapeDef {

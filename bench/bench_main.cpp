@@ -30,9 +30,9 @@ int main(int argc, char** argv) {
                  "isa=TAG (e.g. avx512vnni), interleaved rotation by rotation with the floor and "
                  "the default tag, same process");
   app.add_flag("--quick", opt.quick, "Fewer repetitions: a smoke run, not a measurement");
-  app.add_option("--mode", opt.modes, "Only these activation modes (f32, i8; CUDA)")
+  app.add_option("--mode", opt.modes, "Only these activation modes (f32, i8)")
       ->delimiter(',')->check(CLI::IsMember({"f32", "i8"}));
-  app.add_option("--prec", opt.precs, "Only these weight precisions (q8, q4; CUDA)")
+  app.add_option("--prec", opt.precs, "Only these weight precisions (q8, q4)")
       ->delimiter(',')->check(CLI::IsMember({"q8", "q4"}));
   app.add_flag("--layer", opt.layer, "CUDA: instead of the per-shape cases, one model layer's "
                "projections (qkv, q_o, gate_up, down) per decode step as a captured CUDA graph of "

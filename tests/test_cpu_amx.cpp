@@ -42,8 +42,9 @@ I8Case make_case(tb_prec prec, int64_t m, int64_t n, int64_t k, uint64_t seed) {
   return c;
 }
 
-// The backend's gemm() setup, single-threaded, on the given table.
-std::vector<float> run_table(const cpu::KernelTable& t, const I8Case& c, int schedule = 0) {
+// The backend's gemm() setup, single-threaded, on the given table; with row_split > 0 the rows
+// go in two calls, [0, row_split) and [row_split, M) (a split off the 16-row blocks included).
+std::vector<float> run_table(const cpu::KernelTable& t, const I8Case& c, int schedule = 0, int64_t row_split = 0) {
   const tb_strips& w = c.w.view;
   cpu::GemmParams p{};
   p.prec = w.prec;
@@ -67,7 +68,12 @@ std::vector<float> run_table(const cpu::KernelTable& t, const I8Case& c, int sch
   std::vector<uint8_t> pack(static_cast<size_t>(t.i8_pack_bytes(c.m, c.ng)));
   t.i8_pack(p, c.m, pack.data());
   p.xpack = pack.data();
-  t.gemm_i8(p, 0, w.np / 32, 0, c.m);
+  if (row_split > 0) {
+    t.gemm_i8(p, 0, w.np / 32, 0, row_split);
+    t.gemm_i8(p, 0, w.np / 32, row_split, c.m);
+  } else {
+    t.gemm_i8(p, 0, w.np / 32, 0, c.m);
+  }
   return y;
 }
 
@@ -97,7 +103,9 @@ TEST_CASE("cpu amx schedule with emulated tiles equals ref::gemm_i8 bitwise: q8 
       for (int schedule : {0, 1}) {
         INFO(std::string(prec_name(prec)) << " M=" << s.m << " N=" << s.n << " K=" << s.k << " schedule " << schedule);
         check_same(run_table(t, c, schedule), c.ref, "emulated amx schedule");
-        ++calls;
+        // Row ranges that start inside a 16-row block write their rows only, with the same bits.
+        check_same(run_table(t, c, schedule, s.m / 2 + 3), c.ref, "emulated amx schedule, rows in two ranges");
+        calls += 3;
       }
     }
   }
@@ -170,6 +178,8 @@ TEST_CASE("amx: the real tiles equal the emulated schedule on one shape (the emu
     const std::vector<float> emulated = run_table(cpu::make_amx_emulated_kernel_table(), c, schedule);
     check_same(real, emulated, "hardware vs emulated tiles");
     check_same(real, c.ref, "hardware tiles vs reference");
+    check_same(run_table(cpu::kernel_table(cpu::Isa::kAmx), c, schedule, 21), c.ref,
+               "hardware tiles, rows in two ranges (the second starting inside a block)");
   }
 }
 }  // TEST_SUITE("amx")

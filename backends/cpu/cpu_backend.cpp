@@ -164,6 +164,20 @@ PaddedRows pad_rows(const tb_strips& w, const tb_gemm_args& a) {
   return out;
 }
 
+// A call's scratch bytes on 64-byte boundaries (tile rows then never straddle cache lines), not
+// zeroed: the packer writes every byte.
+class AlignedBytes {
+ public:
+  void resize(int64_t n) { buf_.reset(new (std::align_val_t{64}) uint8_t[static_cast<size_t>(n)]); }
+  uint8_t* data() { return buf_.get(); }
+
+ private:
+  struct Free {
+    void operator()(uint8_t* q) const { ::operator delete[](q, std::align_val_t{64}); }
+  };
+  std::unique_ptr<uint8_t[], Free> buf_;
+};
+
 GemmParams gemm_params(const tb_strips& w) {
   GemmParams p{};
   p.prec = w.prec;
@@ -207,7 +221,7 @@ tb_code gemm(void* c, void* handle, const tb_gemm_args* a, tb_error* err) {
   p.ldy = a->ldy;
   PaddedRows padded;
   std::vector<int32_t> xsum;
-  std::vector<uint8_t> xpack;  // the tag's own activation layout (KernelTable::i8_pack)
+  AlignedBytes xpack;  // the tag's own activation layout (KernelTable::i8_pack), on cache lines
   if (a->mode == TB_ACT_F32) {
     padded = pad_rows(w, *a);
     p.x = padded.x;
@@ -217,7 +231,14 @@ tb_code gemm(void* c, void* handle, const tb_gemm_args* a, tb_error* err) {
     p.ldxq = a->ldxq;
     p.xd = a->xd;
     p.ldxd = a->ldxd;
-    if (ctx.isa == Isa::kAvx512vnni || ctx.isa == Isa::kAmx) {  // the VNNI path's u8 x s8 correction term
+    const int64_t pack_bytes = ctx.k->i8_pack_bytes ? ctx.k->i8_pack_bytes(a->m, p.ngroups) : 0;
+    if (pack_bytes > 0) {
+      xpack.resize(pack_bytes);
+      ctx.k->i8_pack(p, a->m, xpack.data());
+      p.xpack = xpack.data();
+    } else if (ctx.isa == Isa::kAvx512vnni || ctx.isa == Isa::kAmx) {
+      // The VNNI path's u8 x s8 correction term (the amx tag's tiles multiply s8 x s8 and need
+      // none: it packs at every M where it runs the tiles).
       xsum.resize(static_cast<size_t>(a->m * p.ngroups));
       for (int64_t r = 0; r < a->m; ++r) {
         for (int64_t g = 0; g < p.ngroups; ++g) {
@@ -227,11 +248,6 @@ tb_code gemm(void* c, void* handle, const tb_gemm_args* a, tb_error* err) {
         }
       }
       p.xsum = xsum.data();
-    }
-    if (const int64_t bytes = ctx.k->i8_pack_bytes ? ctx.k->i8_pack_bytes(a->m, p.ngroups) : 0) {
-      xpack.resize(static_cast<size_t>(bytes));
-      ctx.k->i8_pack(p, a->m, xpack.data());
-      p.xpack = xpack.data();
     }
   }
   const auto kernel = a->mode == TB_ACT_F32 ? ctx.k->gemm_f32 : ctx.k->gemm_i8;

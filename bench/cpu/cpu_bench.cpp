@@ -256,10 +256,7 @@ Status run_cpu(const Options& opt, std::vector<Case>& out) {
               fma_rate * 1e-9, 2 * fma_rate * 1e-9);
   print_header();
   for (const ShapeDef& sh : kProjectionShapes) {
-    if (!opt.shapes.empty() &&
-        std::find(opt.shapes.begin(), opt.shapes.end(), sh.name) == opt.shapes.end()) {
-      continue;
-    }
+    if (!wanted(opt.shapes, sh.name)) continue;
     std::vector<double> peer(opt.ms.size());
     for (size_t i = 0; i < opt.ms.size(); ++i) {
       auto p = eigen_peer_us(arena, threads, sh.n, sh.k, opt.ms[i], samples);
@@ -267,6 +264,7 @@ Status run_cpu(const Options& opt, std::vector<Case>& out) {
       peer[i] = p.value();
     }
     for (tb_prec prec : {TB_PREC_Q8, TB_PREC_Q4}) {
+      if (!wanted(opt.precs, prec_name(prec))) continue;
       auto pool = make_pool(be.value(), arena, prec, sh.n, sh.k);
       if (!pool.ok()) return pool.status();
       const int64_t copies = static_cast<int64_t>(pool->bound.size());
@@ -290,6 +288,7 @@ Status run_cpu(const Options& opt, std::vector<Case>& out) {
         std::vector<float> xd(static_cast<size_t>(m * ng)), y(static_cast<size_t>(m * sh.n));
         ref::quantize_activations(m, sh.k, x.data(), sh.k, xq.data(), kp, xd.data(), ng);
         for (tb_act_mode mode : {TB_ACT_F32, TB_ACT_I8}) {
+          if (!wanted(opt.modes, act_mode_name(mode))) continue;
           const tb_gemm_args a{mode, m, x.data(), sh.k, xq.data(), kp, xd.data(), ng, y.data(), sh.n};
           const auto gemm = [&](int64_t c) { return be->gemm(pool->bound[c], a); };
           const bool vnni = std::string(info.device).find("avx512vnni") != std::string::npos;
@@ -345,14 +344,15 @@ Status run_cpu(const Options& opt, std::vector<Case>& out) {
             cs.note = note;
           }
           if (mode == TB_ACT_I8 && m >= 16 && std::string(info.device).find(", amx)") != std::string::npos) {
-            // The amx tag's two tile schedules (cpu.set_amx_schedule), interleaved; ends on 0.
-            constexpr int64_t kSchedules[2] = {1, 0};
+            // The amx tag's two tile schedules (cpu.set_amx_schedule), interleaved. Ends on 1,
+            // the backend's default, so the cases after this one time the default again.
+            constexpr int64_t kSchedules[2] = {0, 1};
             double sched_us[2] = {-1, -1};
             TB_RETURN_IF_ERROR(ab_variants_us(be.value(), "cpu.set_amx_schedule", kSchedules, copies, samples,
                                               gemm, sched_us));
             char note[520];
             std::snprintf(note, sizeof note, "%s; amx schedule quadrants / shared: %.1f / %.1f us",
-                          cs.note.c_str(), sched_us[1], sched_us[0]);
+                          cs.note.c_str(), sched_us[0], sched_us[1]);
             cs.note = note;
           }
           if (m == 1 && vnni) {  // the software prefetch distance, default 8 KiB

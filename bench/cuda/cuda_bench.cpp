@@ -44,11 +44,6 @@ const Shape kShapes[] = {{"q_o", 2048, 2048},     {"k_v", 2048, 1024},  {"gate",
                          {"gate_up", 2048, 12288}, {"down", 6144, 2048}, {"qkv", 2048, 4096},
                          {"lm_head", 2048, 151936}};
 
-// Whether `name` is in the --mode / --prec list (an empty list takes everything).
-bool wanted(const std::vector<std::string>& only, const std::string& name) {
-  return only.empty() || std::find(only.begin(), only.end(), name) != only.end();
-}
-
 // Median device time (µs) of each variant, interleaved: rep i launches every variant once, in
 // turn, each bracketed by its own events (so drift and warm-up hit all variants alike), after a
 // hold kernel that keeps the host's enqueue cadence out of the events.

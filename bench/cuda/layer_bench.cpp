@@ -31,10 +31,6 @@ const ShapeDef& shape_named(const char* name) {
   return kProjectionShapes[0];  // unreachable: kLayerShapes names shapes of the table
 }
 
-bool wanted(const std::vector<std::string>& only, const std::string& name) {
-  return only.empty() || std::find(only.begin(), only.end(), name) != only.end();
-}
-
 
 // Random strips in the canonical layout: codes over the precision's range, scales near 2^-7 of
 // both signs (the values do not change the time; they keep the outputs finite).

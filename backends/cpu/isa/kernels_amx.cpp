@@ -159,10 +159,11 @@ void widen_q4_tiles(const uint8_t* q4, int64_t tiles, int8_t* out) {
   }
 }
 
-// Columns 16h .. 16h+15 of strip s, rows [r_begin, min(r_begin + 16, row_end)), from the
+// Columns 16h .. 16h+15 of strip s, rows [max(r_begin, row_lo), min(r_begin + 16, row_end)), from the
 // (column, row) fold of one quadrant: a row's 16 columns are a stride-16 gather, stored masked to
 // the columns that exist (masked-off lanes never touch memory).
-void write_quadrant(const GemmParams& p, const float (*out)[16], int64_t s, int h, int64_t r_begin, int64_t row_end) {
+void write_quadrant(const GemmParams& p, const float (*out)[16], int64_t s, int h, int64_t r_begin, int64_t row_lo,
+                    int64_t row_end) {
   const int64_t n0 = s * 32 + 16 * h;
   const int64_t c_end = std::min<int64_t>(16, p.n - n0);
   if (c_end <= 0) return;  // a last strip's second half past N
@@ -170,15 +171,16 @@ void write_quadrant(const GemmParams& p, const float (*out)[16], int64_t s, int 
                                                     _mm512_set1_epi32(16));
   const __mmask16 columns = static_cast<__mmask16>((1u << c_end) - 1);
   const int64_t r_end = std::min(row_end, r_begin + 16);
-  for (int64_t r = r_begin; r < r_end; ++r) {
+  for (int64_t r = std::max(r_begin, row_lo); r < r_end; ++r) {
     const __m512 row = _mm512_i32gather_ps(column_stride, &out[0][r - r_begin], 4);
     _mm512_mask_storeu_ps(p.y + r * p.ldy + n0, columns, row);
   }
 }
 
-// One pass: strip s, row blocks [b0, b0 + nb) (nb <= kPassBlocks), rows [row0, row_end) written.
+// One pass: strip s, row blocks [b0, b0 + nb) (nb <= kPassBlocks), rows [row_lo, row_end) written.
 template <class Tiles>
-void amx_strip_pass(Tiles& tiles, const GemmParams& p, int64_t s, int64_t b0, int nb, int64_t row_end) {
+void amx_strip_pass(Tiles& tiles, const GemmParams& p, int64_t s, int64_t b0, int nb, int64_t row_lo,
+                    int64_t row_end) {
   const int64_t ng = p.ngroups, tb = p.tile_bytes;
   const auto* records = static_cast<const int8_t*>(p.xpack);
   const int nq = 2 * nb;  // quadrants: q = h * nb + b
@@ -262,7 +264,7 @@ void amx_strip_pass(Tiles& tiles, const GemmParams& p, int64_t s, int64_t b0, in
   }
   for (int q = 0; q < nq; ++q) {
     const int h = q / nb, b = q % nb;
-    write_quadrant(p, out_mem[q], s, h, (b0 + b) * 16, row_end);
+    write_quadrant(p, out_mem[q], s, h, (b0 + b) * 16, row_lo, row_end);
   }
 }
 
@@ -272,7 +274,8 @@ void amx_strip_pass(Tiles& tiles, const GemmParams& p, int64_t s, int64_t b0, in
 // Half the tile loads of the quadrant schedule and twice the C tiles in flight, for one load and
 // one store of an accumulator per fma. nb <= 2. The same operations per output, so the same bits.
 template <class Tiles>
-void amx_strip_pass_shared(Tiles& tiles, const GemmParams& p, int64_t s, int64_t b0, int nb, int64_t row_end) {
+void amx_strip_pass_shared(Tiles& tiles, const GemmParams& p, int64_t s, int64_t b0, int nb, int64_t row_lo,
+                           int64_t row_end) {
   const int64_t ng = p.ngroups, tb = p.tile_bytes;
   const auto* records = static_cast<const int8_t*>(p.xpack);
   alignas(64) float acc_mem[4][16][16];        // (quadrant 2h + b, column, row)
@@ -347,15 +350,15 @@ void amx_strip_pass_shared(Tiles& tiles, const GemmParams& p, int64_t s, int64_t
     }
   }
   for (int h = 0; h < 2; ++h) {
-    for (int b = 0; b < nb; ++b) write_quadrant(p, out_mem[2 * h + b], s, h, (b0 + b) * 16, row_end);
+    for (int b = 0; b < nb; ++b) write_quadrant(p, out_mem[2 * h + b], s, h, (b0 + b) * 16, row_lo, row_end);
   }
 }
 
 template <class Tiles>
 void gemm_i8_tiles(const GemmParams& p, int64_t s0, int64_t s1, int64_t r0, int64_t r1) {
-  // Packed activations exist for M >= kAmxMinRows only, and blocks start at row 0: anything
-  // else is the avx512vnni kernel's (the same bits).
-  if (!p.xpack || r0 % 16 != 0) {
+  // Packed activations exist for M >= kAmxMinRows only (the backend then computes no VNNI
+  // correction terms); below it the call is the avx512vnni kernel's (the same bits).
+  if (!p.xpack) {
     kernel_table(Isa::kAvx512vnni).gemm_i8(p, s0, s1, r0, r1);
     return;
   }
@@ -363,12 +366,13 @@ void gemm_i8_tiles(const GemmParams& p, int64_t s0, int64_t s1, int64_t r0, int6
   tiles.configure();
   const int pass_blocks = p.amx_schedule == 1 ? 2 : kPassBlocks;
   for (int64_t s = s0; s < s1; ++s) {
+    // Passes start on the row block holding r0 and write rows [r0, r1) only.
     for (int64_t b0 = r0 / 16; b0 * 16 < r1; b0 += pass_blocks) {
       const int nb = static_cast<int>(std::min<int64_t>(pass_blocks, row_blocks(r1) - b0));
       if (p.amx_schedule == 1) {
-        amx_strip_pass_shared(tiles, p, s, b0, nb, r1);
+        amx_strip_pass_shared(tiles, p, s, b0, nb, r0, r1);
       } else {
-        amx_strip_pass(tiles, p, s, b0, nb, r1);
+        amx_strip_pass(tiles, p, s, b0, nb, r0, r1);
       }
     }
   }
