@@ -185,6 +185,28 @@ TEST_CASE("gpu gemm every benchmark variant (bench/cuda/gemm_variants.h) equals 
          v.force.mma_strips = Toggle::kOn;
          v.mma_ordered = true;
        }, false},
+      {"prefill: mma strips, the product's staged form forced, M 7", 7, kAuto, [](GemmVariant& v) {
+         v.force.mma = Toggle::kOn;
+         v.force.mma_strips = Toggle::kOn;
+         v.force.mma_staged = Toggle::kOn;
+       }, false},
+      {"prefill: mma strips, 4 tiles staged in shared memory, M 2", 2, kAuto, [](GemmVariant& v) {
+         v.force.mma = Toggle::kOn;
+         v.force.mma_strips = Toggle::kOn;
+         v.mma_stage = 4;
+       }, false},
+      {"prefill: mma strips, 6 tiles staged, row tile 16, M 13", 13, kAuto, [](GemmVariant& v) {
+         v.force.mma = Toggle::kOn;
+         v.force.mma_strips = Toggle::kOn;
+         v.force.row_tile = 16;
+         v.mma_stage = 6;
+       }, false},
+      {"prefill: mma strips, 8 tiles staged, row tile 32, M 33", 33, kAuto, [](GemmVariant& v) {
+         v.force.mma = Toggle::kOn;
+         v.force.mma_strips = Toggle::kOn;
+         v.force.row_tile = 32;
+         v.mma_stage = 8;
+       }, false},
   };
   cudaStream_t stream = nullptr;
   REQUIRE(cudaStreamCreate(&stream) == cudaSuccess);

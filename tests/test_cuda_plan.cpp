@@ -39,7 +39,9 @@ GemmSchedule plan(int64_t n, int64_t k, int64_t m, tb_act_mode mode, int64_t sms
 }
 
 std::string describe(const GemmSchedule& s) {
-  if (s.mma && s.mma_strips) return "tensor-core strip blocks, row tile " + std::to_string(s.row_tile);
+  if (s.mma && s.mma_strips) {
+    return "tensor-core strip blocks, row tile " + std::to_string(s.row_tile) + (s.mma_stage > 0 ? ", staged" : "");
+  }
   if (s.mma) {
     return "tensor cores, row tile " + std::to_string(s.row_tile) + ", " +
            (s.all_slices ? "every slice" : "one slice");
@@ -78,7 +80,7 @@ TEST_CASE("cuda gemm plan on 132 SMs, M32: F32 lm_head two strips per warp in ro
   s = plan(12288, 2048, 32, TB_ACT_F32);
   CHECK(describe(s) == "row tile 8, 1 strips per warp, every slice, rows inside");
   s = plan(12288, 2048, 32, TB_ACT_I8);
-  CHECK(describe(s) == "tensor-core strip blocks, row tile 16");
+  CHECK(describe(s) == "tensor-core strip blocks, row tile 16, staged");
   s = plan(2048, 2048, 32, TB_ACT_F32);
   CHECK(describe(s) == "row tile 8, 1 strips per warp, one slice, rows outside");
 }
@@ -90,9 +92,12 @@ TEST_CASE("cuda gemm plan, mode I8 on 132 SMs: tensor cores for every M > 1: str
     CHECK_FALSE(plan(12288, 2048, m, TB_ACT_F32).mma);
   }
   for (int64_t m : {2, 8, 9, 16, 17, 32}) {
-    CHECK(describe(plan(12288, 2048, m, TB_ACT_I8)) == "tensor-core strip blocks, row tile " + std::to_string(m <= 16 ? 8 : 16));
+    // 384 strips of 16 slices: one block each per row tile; one wave (3 blocks per SM of 8-row
+    // tiles) up to 8 rows, then the tiles are staged.
+    CHECK(describe(plan(12288, 2048, m, TB_ACT_I8)) ==
+          "tensor-core strip blocks, row tile " + std::to_string(m <= 16 ? 8 : 16) + (m <= 8 ? "" : ", staged"));
   }
-  for (int64_t m : {2, 5, 8}) CHECK(describe(plan(151936, 2048, m, TB_ACT_I8)) == "tensor-core strip blocks, row tile 8");
+  for (int64_t m : {2, 5, 8}) CHECK(describe(plan(151936, 2048, m, TB_ACT_I8)) == "tensor-core strip blocks, row tile 8, staged");
   for (int64_t m : {16, 17, 32}) {
     CHECK(describe(plan(151936, 2048, m, TB_ACT_I8)) == "tensor cores, row tile " + std::to_string(m == 16 ? 16 : 32) + ", every slice");
   }
@@ -116,10 +121,34 @@ TEST_CASE("cuda gemm plan, mode I8 on 132 SMs: tensor cores for every M > 1: str
   force = {};
   force.mma_strips = cuda::Toggle::kOn;
   s = cuda::plan_gemm(strips_of(TB_PREC_Q8, 151936, 2048), a, split_plan(151936, 2048), 132, force);
-  CHECK(describe(s) == "tensor-core strip blocks, row tile 16");
+  CHECK(describe(s) == "tensor-core strip blocks, row tile 16, staged");
   force.row_tile = 32;
   s = cuda::plan_gemm(strips_of(TB_PREC_Q8, 151936, 2048), a, split_plan(151936, 2048), 132, force);
+  CHECK(describe(s) == "tensor-core strip blocks, row tile 32, staged");
+  force.mma_staged = cuda::Toggle::kOff;
+  s = cuda::plan_gemm(strips_of(TB_PREC_Q8, 151936, 2048), a, split_plan(151936, 2048), 132, force);
   CHECK(describe(s) == "tensor-core strip blocks, row tile 32");
+}
+
+TEST_CASE("cuda gemm plan: tensor-core strip blocks stage their weight tiles in shared memory when they take more than one wave, on any SM count; forced either way") {
+  // gate_up at 2 rows: 384 blocks, one wave of 3 per SM on 132 SMs, two waves on 100.
+  CHECK(plan(12288, 2048, 2, TB_ACT_I8, 132).mma_stage == 0);
+  CHECK(plan(12288, 2048, 2, TB_ACT_I8, 100).mma_stage == cuda::detail::kMmaStripStage);
+  CHECK(plan(12288, 2048, 2, TB_ACT_I8, 128).mma_stage == 0);   // 384 = 3 x 128: exactly one wave
+  CHECK(plan(12288, 2048, 2, TB_ACT_I8, 127).mma_stage == cuda::detail::kMmaStripStage);
+  cuda::GemmLaunch a;
+  a.mode = TB_ACT_I8;
+  a.m = 2;
+  cuda::GemmForce force;
+  force.mma_staged = cuda::Toggle::kOn;
+  CHECK(cuda::plan_gemm(strips_of(TB_PREC_Q8, 12288, 2048), a, split_plan(12288, 2048), 132, force).mma_stage ==
+        cuda::detail::kMmaStripStage);
+  force.mma_staged = cuda::Toggle::kOff;
+  a.m = 8;
+  CHECK(cuda::plan_gemm(strips_of(TB_PREC_Q8, 151936, 2048), a, split_plan(151936, 2048), 132, force).mma_stage == 0);
+  // Never outside the strip blocks.
+  CHECK(plan(151936, 2048, 32, TB_ACT_I8).mma_stage == 0);
+  CHECK(plan(151936, 2048, 1, TB_ACT_I8).mma_stage == 0);
 }
 
 TEST_CASE("cuda gemm plan: every schedule it chooses has a product kernel, N{1..151936} x K{32,2048,6144} x M{1..1024} x SMs{1,16,132,1024}, q8 q4 x f32 i8") {
@@ -142,7 +171,7 @@ TEST_CASE("cuda gemm plan: every schedule it chooses has a product kernel, N{1..
               if (s.mma) CHECK((m > 1 && mode == TB_ACT_I8));
               if (m > 64 && mode == TB_ACT_I8) CHECK(s.mma);
               const bool has = m == 1 ? cuda::detail::decode_slice_kernel(prec, mode) != nullptr && s.row_tile == 1
-                               : s.mma_strips ? s.mma && cuda::detail::mma_strips_kernel(prec, s.row_tile) != nullptr && s.cols == 1
+                               : s.mma_strips ? s.mma && cuda::detail::mma_strips_kernel(prec, s.row_tile, s.mma_stage) != nullptr && s.cols == 1
                                : s.mma ? cuda::detail::mma_kernel(prec, s.row_tile, s.all_slices) != nullptr && s.cols == 1
                                        : cuda::detail::prefill_kernel(prec, mode, s.row_tile, s.cols, s.all_slices,
                                                                       s.rows_inner) != nullptr;

@@ -57,12 +57,20 @@ KernelFn prefill_kernel(tb_prec prec, tb_act_mode mode, int mt, int cols, bool a
 // 16, 32 or 64), one strip per warp, one slice per block or every slice; nullptr otherwise.
 KernelFn mma_kernel(tb_prec prec, int mt, bool all_slices);
 // Tensor-core strip blocks (gemm_mma_strips.cu; mode I8, M >= 2, sm_80 and newer): row tile mt
-// (8, 16 or 32); nullptr otherwise.
-KernelFn mma_strips_kernel(tb_prec prec, int mt);
+// (8, 16 or 32), weight tiles in a register ring (stage 0) or staged in shared memory (stage
+// kMmaStripStage); nullptr otherwise.
+KernelFn mma_strips_kernel(tb_prec prec, int mt, int stage = 0);
+// Weight tiles staged per warp by the product's staged strip blocks.
+constexpr int kMmaStripStage = 4;
+// Warps per strip block, and the blocks per SM the strip kernels are built for (their
+// __launch_bounds__): the plan's wave count.
+constexpr int kMmaStripWarps = 8;
+constexpr int64_t mma_strips_blocks_per_sm(int mt) { return mt == 8 ? 3 : 2; }
 // Checks the geometry, then launches a tensor-core strip-block kernel (the product's, or a
-// benchmark instantiation of gemm_mma_strips.cuh) over row tiles of mt rows on `stream`.
+// benchmark instantiation of gemm_mma_strips.cuh) over row tiles of mt rows on `stream`; `stage`
+// is the kernel's kStage (shared-memory tile slots per warp, 0 for the register ring).
 Status launch_mma_strips(const DeviceStrips& w, const GemmLaunch& a, int64_t nsplit, KernelFn kernel, int mt,
-                         cudaStream_t stream);
+                         cudaStream_t stream, int stage = 0);
 // Threads per block of the tensor-core kernel of row tile mt (kThreads, or twice that at 64 rows:
 // two warps per strip split the rows).
 int mma_threads(int mt);

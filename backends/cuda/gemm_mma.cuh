@@ -25,7 +25,8 @@ struct MmaTile {
   uint16_t scale[4];
 };
 
-template <tb_prec P>
+// kShared: the tile was staged in shared memory (plain loads); otherwise global, read-only path.
+template <tb_prec P, bool kShared = false>
 __device__ __forceinline__ MmaTile load_mma_tile(const uint8_t* tile_codes, const uint16_t* tile_scales,
                                                  int gid, int tig) {
   MmaTile t;
@@ -33,17 +34,41 @@ __device__ __forceinline__ MmaTile load_mma_tile(const uint8_t* tile_codes, cons
   for (int q = 0; q < 4; ++q) {
     const int col = gid + 8 * q;
     if constexpr (P == TB_PREC_Q8) {
-      const uint2 v = __ldg(reinterpret_cast<const uint2*>(tile_codes + col * 32 + tig * 8));
+      const uint2* at = reinterpret_cast<const uint2*>(tile_codes + col * 32 + tig * 8);
+      const uint2 v = kShared ? *at : __ldg(at);
       t.lo[q] = v.x;
       t.hi[q] = v.y;
     } else {
-      const uint32_t v = __ldg(reinterpret_cast<const uint32_t*>(tile_codes + col * 16 + tig * 4));
-      t.lo[q] = v;  // nibbles, turned into int8 words when used (keeps the ring small)
+      const uint32_t* at = reinterpret_cast<const uint32_t*>(tile_codes + col * 16 + tig * 4);
+      t.lo[q] = kShared ? *at : __ldg(at);  // nibbles, turned into int8 words when used (keeps the ring small)
       t.hi[q] = 0;
     }
-    t.scale[q] = __ldg(tile_scales + col);
+    t.scale[q] = kShared ? tile_scales[col] : __ldg(tile_scales + col);
   }
   return t;
+}
+
+// Asynchronous 16-byte copies global -> shared (cp.async, sm_80+; both addresses 16-byte
+// aligned), their commit into a group, and the wait until at most N of this thread's groups
+// are pending. The copies bypass the registers: a warp can keep many tiles in flight.
+__device__ __forceinline__ void cp_async16(void* smem_dst, const void* gmem_src) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem_dst));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(gmem_src) : "memory");
+#else
+  __trap();
+#endif
+}
+__device__ __forceinline__ void cp_async_commit() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+#endif
+}
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+#endif
 }
 
 // Fragment words (int8 x 4) of column q: q4 nibbles u in [0, 15] become u - 8 per byte, no carries.

@@ -1,6 +1,7 @@
 // The product's tensor-core strip-block kernels (gemm_mma_strips.cuh) and their launcher.
 #include <algorithm>
 #include <climits>
+#include <cstdint>
 #include <map>
 #include <mutex>
 #include <utility>
@@ -15,12 +16,21 @@ namespace {
 // loads and the float step).
 constexpr bool kStripsOrdered = false;
 
-template <tb_prec P>
+template <tb_prec P, int S>
 KernelFn mma_strips_kernel_of(int mt) {
   switch (mt) {
-    case 8: return gemm_mma_strips_kernel<P, 8, kStripsOrdered>;
-    case 16: return gemm_mma_strips_kernel<P, 16, kStripsOrdered>;
-    case 32: return gemm_mma_strips_kernel<P, 32, kStripsOrdered>;
+    case 8: return gemm_mma_strips_kernel<P, 8, kStripsOrdered, kMmaStripDepth<8>, S>;
+    case 16: return gemm_mma_strips_kernel<P, 16, kStripsOrdered, kMmaStripDepth<16>, S>;
+    case 32: return gemm_mma_strips_kernel<P, 32, kStripsOrdered, kMmaStripDepth<32>, S>;
+  }
+  return nullptr;
+}
+
+template <tb_prec P>
+KernelFn mma_strips_kernel_of(int mt, int stage) {
+  switch (stage) {
+    case 0: return mma_strips_kernel_of<P, 0>(mt);
+    case kMmaStripStage: return mma_strips_kernel_of<P, kMmaStripStage>(mt);
   }
   return nullptr;
 }
@@ -39,20 +49,25 @@ Status allow_smem(KernelFn kernel, size_t bytes) {
 
 }  // namespace
 
-KernelFn mma_strips_kernel(tb_prec prec, int mt) {
+KernelFn mma_strips_kernel(tb_prec prec, int mt, int stage) {
   switch (prec) {
-    case TB_PREC_Q8: return mma_strips_kernel_of<TB_PREC_Q8>(mt);
-    case TB_PREC_Q4: return mma_strips_kernel_of<TB_PREC_Q4>(mt);
+    case TB_PREC_Q8: return mma_strips_kernel_of<TB_PREC_Q8>(mt, stage);
+    case TB_PREC_Q4: return mma_strips_kernel_of<TB_PREC_Q4>(mt, stage);
   }
   return nullptr;
 }
 
 Status launch_mma_strips(const DeviceStrips& w, const GemmLaunch& a, int64_t nsplit, KernelFn kernel, int mt,
-                         cudaStream_t stream) {
-  if (!kernel || (mt != 8 && mt != 16 && mt != 32) || nsplit < 1 || a.m < 2) {
+                         cudaStream_t stream, int stage) {
+  if (!kernel || (mt != 8 && mt != 16 && mt != 32) || nsplit < 1 || a.m < 2 || stage < 0 || stage > 16) {
     return Error(TB_INTERNAL, "gemm tensor-core strip launch: %s kernel, row tile %d, %lld slices, "
-                 "%lld rows (expected a kernel, row tile 8, 16 or 32, nsplit >= 1, M >= 2)",
-                 kernel ? "a" : "no", mt, static_cast<long long>(nsplit), static_cast<long long>(a.m));
+                 "%lld rows, %d staged tiles (expected a kernel, row tile 8, 16 or 32, nsplit >= 1, M >= 2, "
+                 "0 .. 16 staged tiles)", kernel ? "a" : "no", mt, static_cast<long long>(nsplit),
+                 static_cast<long long>(a.m), stage);
+  }
+  // cp.async moves 16-byte pieces: staged tiles need 16-byte aligned codes and scales.
+  if (stage > 0 && (reinterpret_cast<uintptr_t>(w.codes) % 16 != 0 || reinterpret_cast<uintptr_t>(w.scales) % 16 != 0)) {
+    return Error(TB_INTERNAL, "gemm tensor-core strip launch: staged tiles need 16-byte aligned codes and scales");
   }
   const int64_t nstrips = w.np / 32, ngroups = w.kp / 32;
   const int64_t ways = std::min<int64_t>(nsplit, kMmaStripWarps), strips = kMmaStripWarps / ways;
@@ -66,7 +81,7 @@ Status launch_mma_strips(const DeviceStrips& w, const GemmLaunch& a, int64_t nsp
                  static_cast<long long>(row_tiles), static_cast<long long>(nsplit),
                  static_cast<long long>(ngroups), INT_MAX);
   }
-  const size_t smem = mma_strips_smem_bytes(mt, static_cast<int>(strips));
+  const size_t smem = mma_strips_smem_bytes(mt, static_cast<int>(strips), stage, w.prec);
   TB_RETURN_IF_ERROR(allow_smem(kernel, smem));
   const Params p = gemm_params(w, a, nsplit, strip_blocks, row_tiles, nsplit);
   kernel<<<static_cast<unsigned>(blocks), kMmaStripThreads, smem, stream>>>(p);

@@ -33,7 +33,6 @@
 
 namespace twinbit::cuda::detail {
 
-constexpr int kMmaStripWarps = 8;
 constexpr int kMmaStripThreads = kMmaStripWarps * 32;
 // Weight tiles in flight per warp ahead of the one computed. Two: more hold more registers, hence
 // fewer blocks per SM, and measured slower on the H200 (gate_up M = 2: 14.1 us at 2, 20.6 at 4,
@@ -41,10 +40,14 @@ constexpr int kMmaStripThreads = kMmaStripWarps * 32;
 template <int MT>
 constexpr int kMmaStripDepth = 2;
 
+// Bytes of one staged weight tile in shared memory (kStage > 0): the codes, then its 32 scales.
+constexpr int mma_stage_slot_bytes(tb_prec prec) { return (prec == TB_PREC_Q8 ? 1024 : 512) + 64; }
+
 // Dynamic shared memory of a launch: two rounds of slot sums (one slot per warp) and the running
-// outputs of the block's strips, MT x 32 floats each.
-constexpr size_t mma_strips_smem_bytes(int mt, int strips) {
-  return static_cast<size_t>(2 * kMmaStripWarps + strips) * static_cast<size_t>(mt) * 32 * sizeof(float);
+// outputs of the block's strips, MT x 32 floats each; then, staged, `stage` tile slots per warp.
+constexpr size_t mma_strips_smem_bytes(int mt, int strips, int stage = 0, tb_prec prec = TB_PREC_Q8) {
+  return static_cast<size_t>(2 * kMmaStripWarps + strips) * static_cast<size_t>(mt) * 32 * sizeof(float) +
+         static_cast<size_t>(kMmaStripWarps) * static_cast<size_t>(stage) * mma_stage_slot_bytes(prec);
 }
 
 // Blocks per SM the registers are held to: three for 8-row tiles with 2 tiles in flight, two
@@ -52,11 +55,19 @@ constexpr size_t mma_strips_smem_bytes(int mt, int strips) {
 // at 160, one block; 8-row tiles with 4 tiles in flight spill when held to three).
 template <int MT, int D>
 constexpr int kMmaStripMinBlocks = MT == 8 && D <= 2 ? 3 : 2;
+static_assert(kMmaStripMinBlocks<8, kMmaStripDepth<8>> == mma_strips_blocks_per_sm(8) &&
+              kMmaStripMinBlocks<16, kMmaStripDepth<16>> == mma_strips_blocks_per_sm(16) &&
+              kMmaStripMinBlocks<32, kMmaStripDepth<32>> == mma_strips_blocks_per_sm(32),
+              "the plan's wave count (gemm_internal.h) follows the launch bounds");
 
-template <tb_prec P, int MT, bool kOrdered, int kDepth = kMmaStripDepth<MT>>
+// kStage = 0: the warp's weight tiles in flight are a ring of kDepth registers sets. kStage > 0:
+// a ring of kStage tile slots in shared memory filled by cp.async, so a warp keeps kStage tiles
+// in flight without the registers (kDepth is then unused).
+template <tb_prec P, int MT, bool kOrdered, int kDepth = kMmaStripDepth<MT>, int kStage = 0>
 __global__ void __launch_bounds__(kMmaStripThreads, kMmaStripMinBlocks<MT, kDepth>) gemm_mma_strips_kernel(const Params p) {
   constexpr int kJ = MT / 8, kTile = MT * 32;
   constexpr int kTileBytes = P == TB_PREC_Q8 ? 1024 : 512;
+  constexpr int kSlotBytes = mma_stage_slot_bytes(P);
   extern __shared__ __align__(16) float smem[];
   const int warp = static_cast<int>(threadIdx.x >> 5), lane = static_cast<int>(threadIdx.x & 31);
   const int gid = lane >> 2, tig = lane & 3;
@@ -86,8 +97,7 @@ __global__ void __launch_bounds__(kMmaStripThreads, kMmaStripMinBlocks<MT, kDept
     wg = static_cast<int>(slice_begin(p.ngroups, p.nsplit, wz));
     wend = static_cast<int>(slice_end(p.ngroups, p.nsplit, wz));
   }
-  const auto fetch = [&](MmaTile& t) {
-    t = load_mma_tile<P>(codes + static_cast<int64_t>(wg) * kTileBytes, scales + static_cast<int64_t>(wg) * 32, gid, tig);
+  const auto advance = [&] {
     if (++wg == wend) {
       wz += ways;
       if (wz < p.nsplit) {
@@ -96,10 +106,36 @@ __global__ void __launch_bounds__(kMmaStripThreads, kMmaStripMinBlocks<MT, kDept
       }
     }
   };
-  MmaTile ring[kDepth];
+  const auto fetch = [&](MmaTile& t) {
+    t = load_mma_tile<P>(codes + static_cast<int64_t>(wg) * kTileBytes, scales + static_cast<int64_t>(wg) * 32, gid, tig);
+    advance();
+  };
+  // Staged: this warp's slots (16-byte aligned: the float areas before them are whole 16 bytes).
+  uint8_t* const stage = reinterpret_cast<uint8_t*>(smem + (2 * kMmaStripWarps + strips) * kTile) +
+                         warp * (kStage > 0 ? kStage : 1) * kSlotBytes;
+  // Issues the copies of the cursor's tile into `slot` (nothing past the warp's last tile) and
+  // commits them as one group, so that every fetch is one group whatever it copied.
+  const auto stage_tile = [&](int slot) {
+    if (wz < p.nsplit) {
+      const uint8_t* src = codes + static_cast<int64_t>(wg) * kTileBytes;
+      uint8_t* dst = stage + slot * kSlotBytes;
 #pragma unroll
-  for (int i = 0; i < kDepth; ++i) {
-    if (wz < p.nsplit) fetch(ring[i]);
+      for (int i = lane; i < kTileBytes / 16; i += 32) cp_async16(dst + 16 * i, src + 16 * i);
+      if (lane < 4) cp_async16(dst + kTileBytes + 16 * lane, scales + static_cast<int64_t>(wg) * 32 + 8 * lane);
+      advance();
+    }
+    cp_async_commit();
+  };
+  MmaTile ring[kStage > 0 ? 1 : kDepth];
+  int next_slot = 0;  // staged: the slot of the next tile to compute
+  if constexpr (kStage > 0) {
+#pragma unroll
+    for (int i = 0; i < kStage; ++i) stage_tile(i);
+  } else {
+#pragma unroll
+    for (int i = 0; i < kDepth; ++i) {
+      if (wz < p.nsplit) fetch(ring[i]);
+    }
   }
 
 #pragma unroll 1
@@ -116,10 +152,21 @@ __global__ void __launch_bounds__(kMmaStripThreads, kMmaStripMinBlocks<MT, kDept
       const int ge = static_cast<int>(slice_end(p.ngroups, p.nsplit, z));
 #pragma unroll 1
       for (int g = gb; g < ge; ++g) {  // ascending g
-        const MmaTile t = ring[0];
+        MmaTile t;
+        if constexpr (kStage > 0) {
+          cp_async_wait<kStage - 1>();  // this lane's copies of the oldest slot have landed
+          __syncwarp();                 // and so have the other lanes'
+          const uint8_t* slot = stage + next_slot * kSlotBytes;
+          t = load_mma_tile<P, true>(slot, reinterpret_cast<const uint16_t*>(slot + kTileBytes), gid, tig);
+          __syncwarp();                 // every lane has read the slot before it is refilled
+          stage_tile(next_slot);
+          next_slot = next_slot + 1 == kStage ? 0 : next_slot + 1;
+        } else {
+          t = ring[0];
 #pragma unroll
-        for (int i = 0; i + 1 < kDepth; ++i) ring[i] = ring[i + 1];
-        if (wz < p.nsplit) fetch(ring[kDepth - 1]);
+          for (int i = 0; i + 1 < kDepth; ++i) ring[i] = ring[i + 1];
+          if (wz < p.nsplit) fetch(ring[kDepth - 1]);
+        }
         uint32_t a[2][4];
         float ws[4];
         tile_operands<P>(t, a, ws);

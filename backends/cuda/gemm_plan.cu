@@ -188,7 +188,7 @@ int mma_strips_row_tile(int64_t m, int forced) {
 detail::KernelFn product_kernel(const DeviceStrips& w, const GemmLaunch& a, const GemmSchedule& s) {
   if (s.mma && s.mma_strips) {
     const bool ok = a.mode == TB_ACT_I8 && a.m > 1 && s.cols == 1 && !s.rows_inner;
-    return ok ? detail::mma_strips_kernel(w.prec, s.row_tile) : nullptr;
+    return ok ? detail::mma_strips_kernel(w.prec, s.row_tile, s.mma_stage) : nullptr;
   }
   if (s.mma) {
     const bool ok = a.mode == TB_ACT_I8 && a.m > 1 && s.cols == 1 && !s.rows_inner;
@@ -205,7 +205,7 @@ detail::KernelFn product_kernel(const DeviceStrips& w, const GemmLaunch& a, cons
 Status launch_planned(const DeviceStrips& w, const GemmLaunch& a, const GemmSchedule& s, cudaStream_t stream) {
   if (s.strip_blocks) return detail::launch_strip(w, a, s.nsplit, stream);
   if (s.mma && s.mma_strips) {
-    return detail::launch_mma_strips(w, a, s.nsplit, product_kernel(w, a, s), s.row_tile, stream);
+    return detail::launch_mma_strips(w, a, s.nsplit, product_kernel(w, a, s), s.row_tile, stream, s.mma_stage);
   }
   return detail::launch_slice_blocks(w, a, s.nsplit, product_kernel(w, a, s), s.row_tile, s.cols,
                                      s.all_slices ? s.nsplit : 1, stream,
@@ -243,6 +243,15 @@ GemmSchedule plan_gemm(const DeviceStrips& w, const GemmLaunch& a, int64_t nspli
     s.mma_strips = strips;
     s.row_tile = strips ? mma_strips_row_tile(a.m, force.row_tile) : mma_tile;
     s.all_slices = !strips && force.all_slices != Toggle::kOff;
+    if (strips) {
+      // Staged tiles pay where the blocks take more than one wave (each SM then streams tiles
+      // for blocks after its first); in one wave the register ring was faster.
+      const int64_t ways = std::min<int64_t>(nsplit, detail::kMmaStripWarps);
+      const int64_t blocks = ceil_div(nstrips, detail::kMmaStripWarps / ways) * ceil_div(a.m, static_cast<int64_t>(s.row_tile));
+      const bool staged_auto = blocks > detail::mma_strips_blocks_per_sm(s.row_tile) * sms;
+      const bool staged = force.mma_staged == Toggle::kOn || (force.mma_staged == Toggle::kAuto && staged_auto);
+      s.mma_stage = staged ? detail::kMmaStripStage : 0;
+    }
     return s;
   }
   s.row_tile = row_tile_for(a.m, w.np, force.row_tile);

@@ -14,6 +14,9 @@
 //     up to 8 rows, and up to 32 where the row-tile blocks would not fill the GPU twice (gate_up),
 //     in 8-row tiles up to 16 rows, 16 above; otherwise the row-tile kernel (gemm_mma.cu), rows
 //     per block the smallest of 8, 16, 32, 64 that holds M (64 past it), every slice per block.
+//     The strip blocks keep their weight tiles in flight in shared memory (cp.async, 4 per warp)
+//     when they need more than one wave of blocks (lm_head; gate_up from 16 rows), in a ring of
+//     registers otherwise (gate_up up to 8 rows: one wave, where the staged form was slower).
 //     The dp4a slice blocks run where the tensor cores do not (older devices, or forced). The
 //     rules below are then mode F32's, and I8's where the tensor cores do not run.
 //   - Prefill rows per block: 16 on vocabulary-sized outputs (np > 65536), 8 otherwise (a larger
@@ -52,6 +55,8 @@ struct GemmSchedule {
                               // 16, 32 or 64, one strip per warp, one or every slice per block
   bool mma_strips = false;    // with mma: the strip-block form (gemm_mma_strips.cuh): the slices
                               // of a strip over a block's warps, row tile 8, 16 or 32
+  int mma_stage = 0;          // with mma_strips: weight tiles staged in shared memory per warp
+                              // (detail::kMmaStripStage), or 0: a ring of registers
 };
 
 // A choice of the plan left to it (kAuto) or forced off / on.
@@ -70,6 +75,8 @@ struct GemmForce {
                                       // blocks (kOff), or the plan's rule (kAuto)
   Toggle mma_strips = Toggle::kAuto;  // with the tensor cores: strip blocks (kOn) or row-tile
                                       // blocks (kOff)
+  Toggle mma_staged = Toggle::kAuto;  // with strip blocks: weight tiles staged in shared memory
+                                      // (kOn) or a register ring (kOff)
 };
 
 // The plan for a.m rows in mode a.mode with nsplit slices on a device of `sms` multiprocessors;

@@ -479,6 +479,18 @@ Status run_cuda(const Options& opt, std::vector<Case>& out) {
                 v.mma_depth = d;
               });
             }
+            add("mma_strips_registers", [](GemmVariant& v) {
+              v.force.mma = Toggle::kOn;
+              v.force.mma_strips = Toggle::kOn;
+              v.force.mma_staged = Toggle::kOff;
+            });
+            for (int st : {4, 6, 8}) {
+              add(Format("mma_strips_stage%d", st).c_str(), [st](GemmVariant& v) {
+                v.force.mma = Toggle::kOn;
+                v.force.mma_strips = Toggle::kOn;
+                v.mma_stage = st;
+              });
+            }
             for (int rt : {8, 16, 32}) {
               if (rt > 8 && m <= rt / 2) continue;  // a tile of mostly empty rows
               add(Format("mma_strips_rowtile%d", rt).c_str(), [rt](GemmVariant& v) {

@@ -108,6 +108,28 @@ KernelFn mma_strips_variant(tb_prec prec, int mt, bool ordered, int depth) {
   return depth == 4 ? mma_strips_form<false, 4>(prec, mt) : depth == 6 ? mma_strips_form<false, 6>(prec, mt) : nullptr;
 }
 
+// The tensor-core strip kernel with `stage` weight tiles in flight per warp in shared memory.
+template <int S>
+KernelFn mma_strips_staged_form(tb_prec prec, int mt) {
+  using cuda::detail::gemm_mma_strips_kernel;
+  using cuda::detail::kMmaStripDepth;
+  switch (mt) {
+    case 8: return prec == kQ8 ? gemm_mma_strips_kernel<kQ8, 8, false, kMmaStripDepth<8>, S> : gemm_mma_strips_kernel<kQ4, 8, false, kMmaStripDepth<8>, S>;
+    case 16: return prec == kQ8 ? gemm_mma_strips_kernel<kQ8, 16, false, kMmaStripDepth<16>, S> : gemm_mma_strips_kernel<kQ4, 16, false, kMmaStripDepth<16>, S>;
+    case 32: return prec == kQ8 ? gemm_mma_strips_kernel<kQ8, 32, false, kMmaStripDepth<32>, S> : gemm_mma_strips_kernel<kQ4, 32, false, kMmaStripDepth<32>, S>;
+  }
+  return nullptr;
+}
+
+KernelFn mma_strips_staged(tb_prec prec, int mt, int stage) {
+  switch (stage) {
+    case 4: return mma_strips_staged_form<4>(prec, mt);
+    case 6: return mma_strips_staged_form<6>(prec, mt);
+    case 8: return mma_strips_staged_form<8>(prec, mt);
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 Status launch_gemm_variant(const cuda::DeviceStrips& w, const cuda::GemmLaunch& a, const GemmVariant& v,
@@ -145,9 +167,17 @@ Status launch_gemm_variant(const cuda::DeviceStrips& w, const cuda::GemmLaunch& 
     return Error(TB_INVALID_ARGUMENT, "gemm variant: merged slices, depth 2 and I2F are decode kernels "
                  "(M = 1), not for %lld rows", static_cast<long long>(a.m));
   }
-  if ((v.mma_ordered || v.mma_depth != 0) && !(s.mma && s.mma_strips)) {
-    return Error(TB_INVALID_ARGUMENT, "gemm variant: ordered mmas and other depths exist in the tensor-core "
-                 "strip blocks only (mode I8, M >= 2, strip blocks)");
+  if ((v.mma_ordered || v.mma_depth != 0 || v.mma_stage != 0) && !(s.mma && s.mma_strips)) {
+    return Error(TB_INVALID_ARGUMENT, "gemm variant: ordered mmas, other depths and staged tiles exist in the "
+                 "tensor-core strip blocks only (mode I8, M >= 2, strip blocks)");
+  }
+  if (v.mma_stage != 0) {
+    const KernelFn kernel = mma_strips_staged(w.prec, s.row_tile, v.mma_stage);
+    if (!kernel || v.mma_ordered || v.mma_depth != 0) {
+      return Error(TB_INVALID_ARGUMENT, "gemm variant: %d staged tiles (expected 4, 6 or 8, and neither ordered "
+                   "mmas nor a register depth)", v.mma_stage);
+    }
+    return cuda::detail::launch_mma_strips(w, a, nsplit, kernel, s.row_tile, stream, v.mma_stage);
   }
   if (v.mma_ordered || v.mma_depth != 0) {
     const KernelFn kernel = mma_strips_variant(w.prec, s.row_tile, v.mma_ordered, v.mma_depth);

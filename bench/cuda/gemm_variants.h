@@ -15,6 +15,8 @@
 //              permute into 2^23 and one exact subtraction
 //   mma_ordered  tensor-core strip blocks with the mmas in program order (asm volatile)
 //   mma_depth  tensor-core strip blocks with 4 or 6 weight tiles in flight per warp (the product: 2)
+//   mma_stage  tensor-core strip blocks with 4, 6 or 8 weight tiles in flight per warp in shared
+//              memory (cp.async), not in registers
 // and, through the forced prefill choices, the prefill forms the plan never picks (one strip per
 // warp with rows inside the k loop over one slice, or rows outside over every slice; two strips
 // per warp over every slice in mode F32, or one slice in mode I8). A variant the product
@@ -46,6 +48,8 @@ struct GemmVariant {
   // Tensor-core strip blocks (mode I8, M >= 2): the mmas kept in program order (asm volatile).
   bool mma_ordered = false;
   int mma_depth = 0;          // tensor-core strip blocks: 0 (the product's, 2), 4 or 6 weight tiles in flight
+  int mma_stage = 0;          // tensor-core strip blocks: 0 (registers), or 4, 6 or 8 weight tiles in flight
+                              // staged in shared memory by cp.async
 };
 
 // Launches variant v of the gemm (a's buffers and rows) asynchronously on `stream`, after
