@@ -36,7 +36,9 @@
 //     row, group) on the CUDA cores, in the contract's order.
 //   - Mode I8 at small M, and on grids of few strips up to 32 rows, runs tensor-core STRIP BLOCKS
 //     instead (gemm_mma_strips.cuh): a block's 8 warps take the slices of its 1-8 strips round
-//     by round and fold them through shared memory in ascending z.
+//     by round and fold them through shared memory in ascending z; a warp's weight tiles in
+//     flight are a ring of registers, or slots in shared memory filled by cp.async on grids of
+//     more than one wave.
 //   - Which of these schedules runs is the plan's choice per shape (gemm_plan.h; the measurements
 //     behind each rule: docs/results/cuda-kernel-choices.md). The library compiles only the
 //     kernels the plan can choose; the measured-slower alternatives are benchmark code

@@ -16,8 +16,9 @@
 // (gemm_mma.cuh), and the float step of the contract per (column, row, group) in ascending g on
 // the CUDA cores: three instructions, as the mma's accumulators start at the bits of 1.5 * 2^23
 // (p = one exact FADD, t = ws * xd one FMUL, the FFMA). The activations are read from global memory (L1-resident: every warp of the
-// SM reads the same row tile). Each warp keeps kDepth (2) weight tiles in flight, across slice and
-// round boundaries. After a round every warp leaves its slice sums in shared memory; after one
+// SM reads the same row tile). Each warp keeps weight tiles in flight across slice and round
+// boundaries: kDepth (2) in registers, or kStage in shared memory slots filled by cp.async (no
+// registers, so more tiles; the plan stages where the grid is more than one wave). After a round every warp leaves its slice sums in shared memory; after one
 // barrier the block adds them to its running outputs, out = out + a[z] in ascending z (double-
 // buffered rounds: one barrier per round). The last barrier is followed by coalesced stores.
 #pragma once
