@@ -185,6 +185,17 @@ TEST_CASE("gpu gemm every benchmark variant (bench/cuda/gemm_variants.h) equals 
          v.force.mma_strips = Toggle::kOn;
          v.mma_ordered = true;
        }, false},
+      {"prefill: mma strips, register ring rotated by copies, M 3", 3, kAuto, [](GemmVariant& v) {
+         v.force.mma = Toggle::kOn;
+         v.force.mma_strips = Toggle::kOn;
+         v.mma_ring = cuda::detail::kRingRotate;
+       }, false},
+      {"prefill: mma strips, register ring refilled early, row tile 16, M 17", 17, kAuto, [](GemmVariant& v) {
+         v.force.mma = Toggle::kOn;
+         v.force.mma_strips = Toggle::kOn;
+         v.force.row_tile = 16;
+         v.mma_ring = cuda::detail::kRingEarly;
+       }, false},
       {"prefill: mma strips, the product's staged form forced, M 7", 7, kAuto, [](GemmVariant& v) {
          v.force.mma = Toggle::kOn;
          v.force.mma_strips = Toggle::kOn;

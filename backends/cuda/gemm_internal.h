@@ -62,6 +62,15 @@ KernelFn mma_kernel(tb_prec prec, int mt, bool all_slices);
 KernelFn mma_strips_kernel(tb_prec prec, int mt, int stage = 0);
 // Weight tiles staged per warp by the product's staged strip blocks.
 constexpr int kMmaStripStage = 4;
+// How a ring of two register sets turns (kStage = 0, kDepth = 2): kRingRotate copies the younger
+// set into the older after each group (register moves every group); kRingEarly and kRingLate
+// let the sets alternate, the consumed one refilled in place right after its operands are taken
+// (early: the next load leaves sooner) or after the group's float step (late: fewer registers
+// live at once).
+enum MmaRing { kRingRotate = 0, kRingEarly = 1, kRingLate = 2 };
+// The product's.
+constexpr int kMmaStripRing = kRingLate;
+
 // Warps per strip block, and the blocks per SM the strip kernels are built for (their
 // __launch_bounds__): the plan's wave count.
 constexpr int kMmaStripWarps = 8;

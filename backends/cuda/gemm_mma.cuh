@@ -25,27 +25,43 @@ struct MmaTile {
   uint16_t scale[4];
 };
 
-// kShared: the tile was staged in shared memory (plain loads); otherwise global, read-only path.
+// Where a lane's share starts in a tile: the codes of column gid at byte 8 tig (q8) or 4 tig (q4),
+// and the scale of column gid. Its other columns are 8, 16 and 24 further (lane_column_stride
+// bytes of codes apart), so a tile's loads are four at constant offsets from one address.
+template <tb_prec P>
+__device__ __forceinline__ int lane_code_offset(int gid, int tig) {
+  return P == TB_PREC_Q8 ? gid * 32 + tig * 8 : gid * 16 + tig * 4;
+}
+template <tb_prec P>
+constexpr int kLaneColumnStride = P == TB_PREC_Q8 ? 8 * 32 : 8 * 16;
+
+// The lane's share of a tile from lane_codes = tile codes + lane_code_offset and lane_scales =
+// tile scales + gid. kShared: the tile was staged in shared memory (plain loads); otherwise the
+// global read-only path.
 template <tb_prec P, bool kShared = false>
-__device__ __forceinline__ MmaTile load_mma_tile(const uint8_t* tile_codes, const uint16_t* tile_scales,
-                                                 int gid, int tig) {
+__device__ __forceinline__ MmaTile load_mma_tile_lane(const uint8_t* lane_codes, const uint16_t* lane_scales) {
   MmaTile t;
 #pragma unroll
   for (int q = 0; q < 4; ++q) {
-    const int col = gid + 8 * q;
     if constexpr (P == TB_PREC_Q8) {
-      const uint2* at = reinterpret_cast<const uint2*>(tile_codes + col * 32 + tig * 8);
+      const uint2* at = reinterpret_cast<const uint2*>(lane_codes + q * kLaneColumnStride<P>);
       const uint2 v = kShared ? *at : __ldg(at);
       t.lo[q] = v.x;
       t.hi[q] = v.y;
     } else {
-      const uint32_t* at = reinterpret_cast<const uint32_t*>(tile_codes + col * 16 + tig * 4);
+      const uint32_t* at = reinterpret_cast<const uint32_t*>(lane_codes + q * kLaneColumnStride<P>);
       t.lo[q] = kShared ? *at : __ldg(at);  // nibbles, turned into int8 words when used (keeps the ring small)
       t.hi[q] = 0;
     }
-    t.scale[q] = kShared ? tile_scales[col] : __ldg(tile_scales + col);
+    t.scale[q] = kShared ? lane_scales[8 * q] : __ldg(lane_scales + 8 * q);
   }
   return t;
+}
+
+template <tb_prec P, bool kShared = false>
+__device__ __forceinline__ MmaTile load_mma_tile(const uint8_t* tile_codes, const uint16_t* tile_scales,
+                                                 int gid, int tig) {
+  return load_mma_tile_lane<P, kShared>(tile_codes + lane_code_offset<P>(gid, tig), tile_scales + gid);
 }
 
 // Asynchronous 16-byte copies global -> shared (cp.async, sm_80+; both addresses 16-byte

@@ -63,8 +63,8 @@ static_assert(kMmaStripMinBlocks<8, kMmaStripDepth<8>> == mma_strips_blocks_per_
 
 // kStage = 0: the warp's weight tiles in flight are a ring of kDepth registers sets. kStage > 0:
 // a ring of kStage tile slots in shared memory filled by cp.async, so a warp keeps kStage tiles
-// in flight without the registers (kDepth is then unused).
-template <tb_prec P, int MT, bool kOrdered, int kDepth = kMmaStripDepth<MT>, int kStage = 0>
+// in flight without the registers (kDepth and kRing are then unused).
+template <tb_prec P, int MT, bool kOrdered, int kDepth = kMmaStripDepth<MT>, int kStage = 0, int kRing = kMmaStripRing>
 __global__ void __launch_bounds__(kMmaStripThreads, kMmaStripMinBlocks<MT, kDepth>) gemm_mma_strips_kernel(const Params p) {
   constexpr int kJ = MT / 8, kTile = MT * 32;
   constexpr int kTileBytes = P == TB_PREC_Q8 ? 1024 : 512;
@@ -107,8 +107,10 @@ __global__ void __launch_bounds__(kMmaStripThreads, kMmaStripMinBlocks<MT, kDept
       }
     }
   };
+  const uint8_t* const lane_codes = codes + lane_code_offset<P>(gid, tig);
+  const uint16_t* const lane_scales = scales + gid;
   const auto fetch = [&](MmaTile& t) {
-    t = load_mma_tile<P>(codes + static_cast<int64_t>(wg) * kTileBytes, scales + static_cast<int64_t>(wg) * 32, gid, tig);
+    t = load_mma_tile_lane<P>(lane_codes + static_cast<int64_t>(wg) * kTileBytes, lane_scales + static_cast<int64_t>(wg) * 32);
     advance();
   };
   // Staged: this warp's slots (16-byte aligned: the float areas before them are whole 16 bytes).
@@ -129,6 +131,7 @@ __global__ void __launch_bounds__(kMmaStripThreads, kMmaStripMinBlocks<MT, kDept
   };
   MmaTile ring[kStage > 0 ? 1 : kDepth];
   int next_slot = 0;  // staged: the slot of the next tile to compute
+  int phase = 0;      // two registers sets: which holds the oldest tile (they alternate, no copies)
   if constexpr (kStage > 0) {
 #pragma unroll
     for (int i = 0; i < kStage; ++i) stage_tile(i);
@@ -151,26 +154,14 @@ __global__ void __launch_bounds__(kMmaStripThreads, kMmaStripMinBlocks<MT, kDept
     if (active && z < p.nsplit) {
       const int gb = static_cast<int>(slice_begin(p.ngroups, p.nsplit, z));
       const int ge = static_cast<int>(slice_end(p.ngroups, p.nsplit, z));
-#pragma unroll 1
-      for (int g = gb; g < ge; ++g) {  // ascending g
-        MmaTile t;
-        if constexpr (kStage > 0) {
-          cp_async_wait<kStage - 1>();  // this lane's copies of the oldest slot have landed
-          __syncwarp();                 // and so have the other lanes'
-          const uint8_t* slot = stage + next_slot * kSlotBytes;
-          t = load_mma_tile<P, true>(slot, reinterpret_cast<const uint16_t*>(slot + kTileBytes), gid, tig);
-          __syncwarp();                 // every lane has read the slot before it is refilled
-          stage_tile(next_slot);
-          next_slot = next_slot + 1 == kStage ? 0 : next_slot + 1;
-        } else {
-          t = ring[0];
-#pragma unroll
-          for (int i = 0; i + 1 < kDepth; ++i) ring[i] = ring[i + 1];
-          if (wz < p.nsplit) fetch(ring[kDepth - 1]);
-        }
+      // One group: the tile's operands, the two mmas and the contract's float step per (row,
+      // column); with an alternating ring, the consumed register set is refilled with the tile
+      // two ahead (kRing says when).
+      const auto group = [&](const MmaTile& t, MmaTile* refill, int g) {
         uint32_t a[2][4];
         float ws[4];
         tile_operands<P>(t, a, ws);
+        if (kRing == kRingEarly && refill && wz < p.nsplit) fetch(*refill);
 #pragma unroll
         for (int j = 0; j < kJ; ++j) {
           if (j * 8 < rows) {  // block-uniform: empty 8-row tiles are skipped
@@ -189,6 +180,45 @@ __global__ void __launch_bounds__(kMmaStripThreads, kMmaStripMinBlocks<MT, kDept
               }
             }
           }
+        }
+        if (kRing == kRingLate && refill && wz < p.nsplit) fetch(*refill);
+      };
+      if constexpr (kStage > 0) {
+#pragma unroll 1
+        for (int g = gb; g < ge; ++g) {  // ascending g
+          cp_async_wait<kStage - 1>();  // this lane's copies of the oldest slot have landed
+          __syncwarp();                 // and so have the other lanes'
+          const uint8_t* slot = stage + next_slot * kSlotBytes;
+          const MmaTile t = load_mma_tile<P, true>(slot, reinterpret_cast<const uint16_t*>(slot + kTileBytes), gid, tig);
+          __syncwarp();                 // every lane has read the slot before it is refilled
+          stage_tile(next_slot);
+          next_slot = next_slot + 1 == kStage ? 0 : next_slot + 1;
+          group(t, nullptr, g);
+        }
+      } else if constexpr (kDepth == 2 && kRing != kRingRotate) {
+        // The two sets alternate: the oldest is consumed and refilled in place.
+        int g = gb;
+        if (phase == 1 && g < ge) {
+          group(ring[1], &ring[1], g++);
+          phase = 0;
+        }
+#pragma unroll 1
+        for (; g + 1 < ge; g += 2) {  // ascending g
+          group(ring[0], &ring[0], g);
+          group(ring[1], &ring[1], g + 1);
+        }
+        if (g < ge) {
+          group(ring[0], &ring[0], g);
+          phase = 1;
+        }
+      } else {
+#pragma unroll 1
+        for (int g = gb; g < ge; ++g) {  // ascending g
+          const MmaTile t = ring[0];
+#pragma unroll
+          for (int i = 0; i + 1 < kDepth; ++i) ring[i] = ring[i + 1];
+          if (wz < p.nsplit) fetch(ring[kDepth - 1]);
+          group(t, nullptr, g);
         }
       }
     }

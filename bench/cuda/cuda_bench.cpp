@@ -484,6 +484,16 @@ Status run_cuda(const Options& opt, std::vector<Case>& out) {
               v.force.mma_strips = Toggle::kOn;
               v.force.mma_staged = Toggle::kOff;
             });
+            add("mma_strips_rotate", [](GemmVariant& v) {
+              v.force.mma = Toggle::kOn;
+              v.force.mma_strips = Toggle::kOn;
+              v.mma_ring = cuda::detail::kRingRotate;
+            });
+            add("mma_strips_early", [](GemmVariant& v) {
+              v.force.mma = Toggle::kOn;
+              v.force.mma_strips = Toggle::kOn;
+              v.mma_ring = cuda::detail::kRingEarly;
+            });
             for (int st : {4, 6, 8}) {
               add(Format("mma_strips_stage%d", st).c_str(), [st](GemmVariant& v) {
                 v.force.mma = Toggle::kOn;

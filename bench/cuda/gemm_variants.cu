@@ -121,6 +121,28 @@ KernelFn mma_strips_staged_form(tb_prec prec, int mt) {
   return nullptr;
 }
 
+// The tensor-core strip kernel's register ring (two sets) turned by `R` (cuda::detail::MmaRing).
+template <int R>
+KernelFn mma_strips_ring_form(tb_prec prec, int mt) {
+  using cuda::detail::gemm_mma_strips_kernel;
+  using cuda::detail::kMmaStripDepth;
+  switch (mt) {
+    case 8: return prec == kQ8 ? gemm_mma_strips_kernel<kQ8, 8, false, kMmaStripDepth<8>, 0, R> : gemm_mma_strips_kernel<kQ4, 8, false, kMmaStripDepth<8>, 0, R>;
+    case 16: return prec == kQ8 ? gemm_mma_strips_kernel<kQ8, 16, false, kMmaStripDepth<16>, 0, R> : gemm_mma_strips_kernel<kQ4, 16, false, kMmaStripDepth<16>, 0, R>;
+    case 32: return prec == kQ8 ? gemm_mma_strips_kernel<kQ8, 32, false, kMmaStripDepth<32>, 0, R> : gemm_mma_strips_kernel<kQ4, 32, false, kMmaStripDepth<32>, 0, R>;
+  }
+  return nullptr;
+}
+
+KernelFn mma_strips_ring(tb_prec prec, int mt, int ring) {
+  switch (ring) {
+    case cuda::detail::kRingRotate: return mma_strips_ring_form<cuda::detail::kRingRotate>(prec, mt);
+    case cuda::detail::kRingEarly: return mma_strips_ring_form<cuda::detail::kRingEarly>(prec, mt);
+    case cuda::detail::kRingLate: return mma_strips_ring_form<cuda::detail::kRingLate>(prec, mt);
+  }
+  return nullptr;
+}
+
 KernelFn mma_strips_staged(tb_prec prec, int mt, int stage) {
   switch (stage) {
     case 4: return mma_strips_staged_form<4>(prec, mt);
@@ -167,9 +189,16 @@ Status launch_gemm_variant(const cuda::DeviceStrips& w, const cuda::GemmLaunch& 
     return Error(TB_INVALID_ARGUMENT, "gemm variant: merged slices, depth 2 and I2F are decode kernels "
                  "(M = 1), not for %lld rows", static_cast<long long>(a.m));
   }
-  if ((v.mma_ordered || v.mma_depth != 0 || v.mma_stage != 0) && !(s.mma && s.mma_strips)) {
+  if ((v.mma_ordered || v.mma_depth != 0 || v.mma_stage != 0 || v.mma_ring >= 0) && !(s.mma && s.mma_strips)) {
     return Error(TB_INVALID_ARGUMENT, "gemm variant: ordered mmas, other depths and staged tiles exist in the "
                  "tensor-core strip blocks only (mode I8, M >= 2, strip blocks)");
+  }
+  if (v.mma_ring >= 0) {
+    const KernelFn kernel = mma_strips_ring(w.prec, s.row_tile, v.mma_ring);
+    if (!kernel || v.mma_ordered || v.mma_depth != 0 || v.mma_stage != 0) {
+      return Error(TB_INVALID_ARGUMENT, "gemm variant: register ring %d (expected 0, 1 or 2, alone)", v.mma_ring);
+    }
+    return cuda::detail::launch_mma_strips(w, a, nsplit, kernel, s.row_tile, stream);
   }
   if (v.mma_stage != 0) {
     const KernelFn kernel = mma_strips_staged(w.prec, s.row_tile, v.mma_stage);

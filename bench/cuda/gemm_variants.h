@@ -17,6 +17,8 @@
 //   mma_depth  tensor-core strip blocks with 4 or 6 weight tiles in flight per warp (the product: 2)
 //   mma_stage  tensor-core strip blocks with 4, 6 or 8 weight tiles in flight per warp in shared
 //              memory (cp.async), not in registers
+//   mma_ring   tensor-core strip blocks with the register ring turned another way (rotated by
+//              copies, or the alternating sets refilled early or late)
 // and, through the forced prefill choices, the prefill forms the plan never picks (one strip per
 // warp with rows inside the k loop over one slice, or rows outside over every slice; two strips
 // per warp over every slice in mode F32, or one slice in mode I8). A variant the product
@@ -30,6 +32,7 @@
 
 #include <cstdint>
 
+#include "backends/cuda/gemm_internal.h"
 #include "backends/cuda/gemm_kernels.h"
 #include "backends/cuda/gemm_plan.h"
 #include <twinbit/status.hpp>
@@ -50,6 +53,8 @@ struct GemmVariant {
   int mma_depth = 0;          // tensor-core strip blocks: 0 (the product's, 2), 4 or 6 weight tiles in flight
   int mma_stage = 0;          // tensor-core strip blocks: 0 (registers), or 4, 6 or 8 weight tiles in flight
                               // staged in shared memory by cp.async
+  int mma_ring = -1;          // tensor-core strip blocks, register ring of two: -1 the product's, or a
+                              // cuda::detail::MmaRing (rotate, early, late)
 };
 
 // Launches variant v of the gemm (a's buffers and rows) asynchronously on `stream`, after
