@@ -67,7 +67,9 @@ Status launch_mma_strips(const DeviceStrips& w, const GemmLaunch& a, int64_t nsp
   }
   // cp.async moves 16-byte pieces: staged tiles need 16-byte aligned codes and scales.
   if (stage > 0 && (reinterpret_cast<uintptr_t>(w.codes) % 16 != 0 || reinterpret_cast<uintptr_t>(w.scales) % 16 != 0)) {
-    return Error(TB_INTERNAL, "gemm tensor-core strip launch: staged tiles need 16-byte aligned codes and scales");
+    return Error(TB_INTERNAL, "gemm tensor-core strip launch: staged tiles need codes and scales on 16-byte "
+                 "boundaries (codes at %p, scales at %p)", static_cast<const void*>(w.codes),
+                 static_cast<const void*>(w.scales));
   }
   const int64_t nstrips = w.np / 32, ngroups = w.kp / 32;
   const int64_t ways = std::min<int64_t>(nsplit, kMmaStripWarps), strips = kMmaStripWarps / ways;
