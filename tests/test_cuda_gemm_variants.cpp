@@ -157,6 +157,36 @@ TEST_CASE("gpu gemm every benchmark variant (bench/cuda/gemm_variants.h) equals 
          v.force.row_tile = 8;
          v.force.all_slices = Toggle::kOn;
        }, false},
+      {"prefill: mma row tile 32, two warps per strip, M 33", 33, kAuto, [](GemmVariant& v) {
+         v.force.mma = Toggle::kOn;
+         v.force.mma_strips = Toggle::kOff;
+         v.force.row_tile = 32;
+         v.force.all_slices = Toggle::kOn;
+         v.mma_row_warps = 2;
+         v.mma_rows_min_blocks = 2;
+       }, false},
+      {"prefill: mma row tile 16, two warps per strip, M 11", 11, kAuto, [](GemmVariant& v) {
+         v.force.mma = Toggle::kOn;
+         v.force.mma_strips = Toggle::kOff;
+         v.force.row_tile = 16;
+         v.force.all_slices = Toggle::kOn;
+         v.mma_row_warps = 2;
+         v.mma_rows_min_blocks = 2;
+       }, false},
+      {"prefill: mma row tile 32, ptxas's registers, M 20", 20, kAuto, [](GemmVariant& v) {
+         v.force.mma = Toggle::kOn;
+         v.force.mma_strips = Toggle::kOff;
+         v.force.row_tile = 32;
+         v.force.all_slices = Toggle::kOn;
+         v.mma_rows_min_blocks = 0;
+       }, false},
+      {"prefill: mma row tile 64, unbiased mmas, M 33", 33, kAuto, [](GemmVariant& v) {
+         v.force.mma = Toggle::kOn;
+         v.force.mma_strips = Toggle::kOff;
+         v.force.row_tile = 64;
+         v.force.all_slices = Toggle::kOn;
+         v.mma_unbiased = true;
+       }, false},
       // The tensor-core strip blocks: every row tile, partial tiles, one and several row tiles,
       // and the mmas in program order (benchmark instantiation).
       {"prefill: mma strips, plan's tile, M 2", 2, kAuto, [](GemmVariant& v) { v.force.mma_strips = Toggle::kOn; }, false},
@@ -200,6 +230,19 @@ TEST_CASE("gpu gemm every benchmark variant (bench/cuda/gemm_variants.h) equals 
          v.force.mma = Toggle::kOn;
          v.force.mma_strips = Toggle::kOn;
          v.force.mma_staged = Toggle::kOn;
+       }, false},
+      {"prefill: mma strips of 16 rows held to 3 blocks per SM, register ring, M 19", 19, kAuto, [](GemmVariant& v) {
+         v.force.mma = Toggle::kOn;
+         v.force.mma_strips = Toggle::kOn;
+         v.force.row_tile = 16;
+         v.mma_strips_min_blocks = 3;
+       }, false},
+      {"prefill: mma strips of 16 rows held to 3 blocks per SM, 4 staged, M 12", 12, kAuto, [](GemmVariant& v) {
+         v.force.mma = Toggle::kOn;
+         v.force.mma_strips = Toggle::kOn;
+         v.force.row_tile = 16;
+         v.mma_strips_min_blocks = 3;
+         v.mma_stage = 4;
        }, false},
       {"prefill: mma strips, 4 tiles staged in shared memory, M 2", 2, kAuto, [](GemmVariant& v) {
          v.force.mma = Toggle::kOn;

@@ -64,8 +64,10 @@ static_assert(kMmaStripMinBlocks<8, kMmaStripDepth<8>> == mma_strips_blocks_per_
 // kStage = 0: the warp's weight tiles in flight are a ring of kDepth registers sets. kStage > 0:
 // a ring of kStage tile slots in shared memory filled by cp.async, so a warp keeps kStage tiles
 // in flight without the registers (kDepth and kRing are then unused).
-template <tb_prec P, int MT, bool kOrdered, int kDepth = kMmaStripDepth<MT>, int kStage = 0, int kRing = kMmaStripRing>
-__global__ void __launch_bounds__(kMmaStripThreads, kMmaStripMinBlocks<MT, kDepth>) gemm_mma_strips_kernel(const Params p) {
+// kMinBlocks: the blocks per SM the registers are held to (the benchmark tries others).
+template <tb_prec P, int MT, bool kOrdered, int kDepth = kMmaStripDepth<MT>, int kStage = 0, int kRing = kMmaStripRing,
+          int kMinBlocks = kMmaStripMinBlocks<MT, kDepth>>
+__global__ void __launch_bounds__(kMmaStripThreads, kMinBlocks) gemm_mma_strips_kernel(const Params p) {
   constexpr int kJ = MT / 8, kTile = MT * 32;
   constexpr int kTileBytes = P == TB_PREC_Q8 ? 1024 : 512;
   constexpr int kSlotBytes = mma_stage_slot_bytes(P);

@@ -460,6 +460,27 @@ Status run_cuda(const Options& opt, std::vector<Case>& out) {
                 v.force.mma_strips = Toggle::kOff;
                 v.force.row_tile = rt;
               });
+              // The row-tile blocks (every slice): two warps per strip, ptxas's registers, unbiased mmas.
+              const auto rows_kernel = [](GemmVariant& v) {
+                v.force.mma = Toggle::kOn;
+                v.force.mma_strips = Toggle::kOff;
+                v.force.all_slices = Toggle::kOn;
+              };
+              add("mma_rowwarps2", [&](GemmVariant& v) {
+                rows_kernel(v);
+                v.mma_row_warps = 2;
+                v.mma_rows_min_blocks = 2;
+              });
+              if (def == 32) {  // the product holds these registers: ptxas's own choice
+                add("mma_rows_free", [&](GemmVariant& v) {
+                  rows_kernel(v);
+                  v.mma_rows_min_blocks = 0;
+                });
+              }
+              add("mma_unbiased", [&](GemmVariant& v) {
+                rows_kernel(v);
+                v.mma_unbiased = true;
+              });
             }
             // The tensor-core strip blocks: the plan's row tile, the mmas in program order, other
             // depths of the weight ring, and every row tile.
@@ -500,6 +521,17 @@ Status run_cuda(const Options& opt, std::vector<Case>& out) {
                 v.force.mma_strips = Toggle::kOn;
                 v.mma_stage = st;
               });
+            }
+            if (m > 8 && m <= 32) {  // 16-row strip blocks held to 3 blocks per SM (one wave more often)
+              for (int st : {0, 4}) {
+                add(Format("mma_strips16_3blocks_stage%d", st).c_str(), [st](GemmVariant& v) {
+                  v.force.mma = Toggle::kOn;
+                  v.force.mma_strips = Toggle::kOn;
+                  v.force.row_tile = 16;
+                  v.mma_strips_min_blocks = 3;
+                  v.mma_stage = st;
+                });
+              }
             }
             for (int rt : {8, 16, 32}) {
               if (rt > 8 && m <= rt / 2) continue;  // a tile of mostly empty rows
@@ -598,6 +630,15 @@ Status run_cuda(const Options& opt, std::vector<Case>& out) {
             });
             if (!with_q.ok()) return with_q.status();
             c.note += Format("with_quantize_i8_b2b_us=%.2f ", *with_q);
+            // The peer's way of timing (llama.cpp's test-backend-ops perf mode): F32 activations
+            // quantised on the device, then the gemm, over the SAME weights every launch, so a
+            // projection smaller than the L2 (gate_up: 26.7 MB of 50) is read from it.
+            auto same_w = time_back_to_back(s, std::max(5, reps / 5), 20, [&](int) {
+              TB_RETURN_IF_ERROR(cuda::launch_quantize_i8(q, s));
+              return cuda::launch_gemm(devs[0], base_launch(), s);
+            });
+            if (!same_w.ok()) return same_w.status();
+            c.note += Format("peer_method_us=%.2f ", *same_w);
           }
           if (mode == TB_ACT_F32 && prec == TB_PREC_Q8) {
             // The offload round trip through the public API (pinned staging, one sync per call).

@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "backends/cuda/gemm_internal.h"
+#include "backends/cuda/gemm_mma_rows.cuh"
 #include "backends/cuda/gemm_mma_strips.cuh"
 #include "backends/cuda/gemm_slice_kernel.cuh"
 #include "core/numerics.h"
@@ -143,11 +144,59 @@ KernelFn mma_strips_ring(tb_prec prec, int mt, int ring) {
   return nullptr;
 }
 
+// The tensor-core strip kernel of 16 rows held to 3 blocks per SM, register ring (stage 0) or 4
+// tiles staged.
+KernelFn mma_strips_3blocks(tb_prec prec, int mt, int stage) {
+  using cuda::detail::gemm_mma_strips_kernel;
+  using cuda::detail::kMmaStripDepth;
+  using cuda::detail::kMmaStripRing;
+  constexpr int d = kMmaStripDepth<16>;
+  if (mt != 16) return nullptr;
+  if (stage == 0) {
+    return prec == kQ8 ? gemm_mma_strips_kernel<kQ8, 16, false, d, 0, kMmaStripRing, 3>
+                       : gemm_mma_strips_kernel<kQ4, 16, false, d, 0, kMmaStripRing, 3>;
+  }
+  if (stage == 4) {
+    return prec == kQ8 ? gemm_mma_strips_kernel<kQ8, 16, false, d, 4, kMmaStripRing, 3>
+                       : gemm_mma_strips_kernel<kQ4, 16, false, d, 4, kMmaStripRing, 3>;
+  }
+  return nullptr;
+}
+
 KernelFn mma_strips_staged(tb_prec prec, int mt, int stage) {
   switch (stage) {
     case 4: return mma_strips_staged_form<4>(prec, mt);
     case 6: return mma_strips_staged_form<6>(prec, mt);
     case 8: return mma_strips_staged_form<8>(prec, mt);
+  }
+  return nullptr;
+}
+
+// The tensor-core row-tile kernel over every slice with rw warps per strip, the float step biased
+// or not, and the registers held to min_blocks blocks per SM (0: ptxas's choice; -1: the
+// product's): the forms the product does not build (gemm_mma.cu), or nullptr.
+template <int MT>
+KernelFn mma_rows_form(tb_prec prec, int rw, bool biased, int min_blocks) {
+  using cuda::detail::mma_rows_kernel;
+  constexpr int kProduct = cuda::detail::kMmaRowsMinBlocks<MT>;
+  const bool q8 = prec == kQ8;
+  if (rw == 2 && biased && min_blocks == 2) {
+    return q8 ? mma_rows_kernel<kQ8, MT, true, 2, true, 2>() : mma_rows_kernel<kQ4, MT, true, 2, true, 2>();
+  }
+  if (rw == 1 && biased && min_blocks == 0 && kProduct != 0) {
+    return q8 ? mma_rows_kernel<kQ8, MT, true, 1, true, 0>() : mma_rows_kernel<kQ4, MT, true, 1, true, 0>();
+  }
+  if (rw == 1 && !biased && min_blocks == -1) {
+    return q8 ? mma_rows_kernel<kQ8, MT, true, 1, false, kProduct>() : mma_rows_kernel<kQ4, MT, true, 1, false, kProduct>();
+  }
+  return nullptr;
+}
+
+KernelFn mma_rows_variant(tb_prec prec, int mt, int rw, bool biased, int min_blocks) {
+  switch (mt) {
+    case 16: return mma_rows_form<16>(prec, rw, biased, min_blocks);
+    case 32: return mma_rows_form<32>(prec, rw, biased, min_blocks);
+    case 64: return mma_rows_form<64>(prec, rw, biased, min_blocks);
   }
   return nullptr;
 }
@@ -189,9 +238,34 @@ Status launch_gemm_variant(const cuda::DeviceStrips& w, const cuda::GemmLaunch& 
     return Error(TB_INVALID_ARGUMENT, "gemm variant: merged slices, depth 2 and I2F are decode kernels "
                  "(M = 1), not for %lld rows", static_cast<long long>(a.m));
   }
-  if ((v.mma_ordered || v.mma_depth != 0 || v.mma_stage != 0 || v.mma_ring >= 0) && !(s.mma && s.mma_strips)) {
+  if ((v.mma_ordered || v.mma_depth != 0 || v.mma_stage != 0 || v.mma_ring >= 0 || v.mma_strips_min_blocks != 0) &&
+      !(s.mma && s.mma_strips)) {
     return Error(TB_INVALID_ARGUMENT, "gemm variant: ordered mmas, other depths and staged tiles exist in the "
                  "tensor-core strip blocks only (mode I8, M >= 2, strip blocks)");
+  }
+  if (v.mma_row_warps != 0 || v.mma_unbiased || v.mma_rows_min_blocks != -1) {
+    const int rw = v.mma_row_warps != 0 ? v.mma_row_warps : 1;
+    const KernelFn kernel = s.mma && !s.mma_strips && s.all_slices
+                                ? mma_rows_variant(w.prec, s.row_tile, rw, !v.mma_unbiased, v.mma_rows_min_blocks)
+                                : nullptr;
+    if (!kernel || v.mma_ordered || v.mma_depth != 0 || v.mma_stage != 0 || v.mma_ring >= 0) {
+      return Error(TB_INVALID_ARGUMENT, "gemm variant: row-tile blocks with %d warps per strip, %s mmas, held to "
+                   "%d blocks per SM: the benchmark has two warps at 2 blocks, ptxas's registers where the "
+                   "product holds them, or unbiased mmas, for the tensor cores' row tiles 16, 32 and 64 over "
+                   "every slice (mode I8, strip blocks off)", rw, v.mma_unbiased ? "unbiased" : "biased",
+                   v.mma_rows_min_blocks);
+    }
+    return cuda::detail::launch_slice_blocks(w, a, nsplit, kernel, s.row_tile, 1, nsplit, stream,
+                                             cuda::detail::kThreads * rw);
+  }
+  if (v.mma_strips_min_blocks != 0) {
+    const KernelFn kernel = v.mma_strips_min_blocks == 3 ? mma_strips_3blocks(w.prec, s.row_tile, v.mma_stage) : nullptr;
+    if (!kernel || v.mma_ordered || v.mma_depth != 0 || v.mma_ring >= 0) {
+      return Error(TB_INVALID_ARGUMENT, "gemm variant: strip blocks held to %d blocks per SM exist at 3, for row "
+                   "tile 16 (now %d), with the register ring or 4 staged tiles (now %d), alone",
+                   v.mma_strips_min_blocks, s.row_tile, v.mma_stage);
+    }
+    return cuda::detail::launch_mma_strips(w, a, nsplit, kernel, s.row_tile, stream, v.mma_stage);
   }
   if (v.mma_ring >= 0) {
     const KernelFn kernel = mma_strips_ring(w.prec, s.row_tile, v.mma_ring);

@@ -19,6 +19,13 @@
 //              memory (cp.async), not in registers
 //   mma_ring   tensor-core strip blocks with the register ring turned another way (rotated by
 //              copies, or the alternating sets refilled early or late)
+//   mma_strips_min_blocks  tensor-core strip blocks of 16 rows held to 3 blocks per SM
+//   mma_row_warps  tensor-core row-tile blocks with two warps per strip (half the rows each),
+//              registers held to two blocks per SM
+//   mma_rows_min_blocks 0  tensor-core row-tile blocks with ptxas's free register choice where
+//              the product holds them to a number of blocks per SM (32 rows)
+//   mma_unbiased   tensor-core row-tile blocks whose mmas start at 0 (four float-step
+//              instructions per element, not three)
 // and, through the forced prefill choices, the prefill forms the plan never picks (one strip per
 // warp with rows inside the k loop over one slice, or rows outside over every slice; two strips
 // per warp over every slice in mode F32, or one slice in mode I8). A variant the product
@@ -55,6 +62,14 @@ struct GemmVariant {
                               // staged in shared memory by cp.async
   int mma_ring = -1;          // tensor-core strip blocks, register ring of two: -1 the product's, or a
                               // cuda::detail::MmaRing (rotate, early, late)
+  int mma_strips_min_blocks = 0;  // tensor-core strip blocks, 16 rows: 0 (the product's, 2) or 3 blocks per
+                                  // SM (registers held to 85), register ring or mma_stage 4
+  // Tensor-core row-tile blocks (mode I8, M >= 2, every slice per block; force.mma_strips = kOff).
+  int mma_row_warps = 0;      // 0: the product's; 2 (with mma_rows_min_blocks 2): two warps per strip,
+                              // each half the row tile (16, 32, 64)
+  int mma_rows_min_blocks = -1;  // -1: the product's; 0: ptxas's registers where the product holds them
+                                 // (32 rows); 2 with two warps per strip: held to 2 blocks per SM
+  bool mma_unbiased = false;  // accumulators start at 0: float(isum) is an integer add, then the FADD
 };
 
 // Launches variant v of the gemm (a's buffers and rows) asynchronously on `stream`, after
