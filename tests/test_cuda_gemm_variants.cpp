@@ -244,6 +244,52 @@ TEST_CASE("gpu gemm every benchmark variant (bench/cuda/gemm_variants.h) equals 
          v.mma_strips_min_blocks = 3;
          v.mma_stage = 4;
        }, false},
+      {"prefill: mma, the plan's kernel in the other kLean form, M 9", 9, kAuto, [](GemmVariant& v) { v.mma_unlean = true; }, false},
+      {"prefill: mma strips in the other kLean form, M 3", 3, kAuto, [](GemmVariant& v) {
+         v.force.mma = Toggle::kOn;
+         v.force.mma_strips = Toggle::kOn;
+         v.mma_unlean = true;
+       }, false},
+      {"prefill: mma row tile 32 in the other kLean form, M 30", 30, kAuto, [](GemmVariant& v) {
+         v.force.mma = Toggle::kOn;
+         v.force.mma_strips = Toggle::kOff;
+         v.force.row_tile = 32;
+         v.force.all_slices = Toggle::kOn;
+         v.mma_unlean = true;
+       }, false},
+      {"prefill: mma strips of 16 rows held to 3 blocks per SM, activations staged, M 21", 21, kAuto, [](GemmVariant& v) {
+         v.force.mma = Toggle::kOn;
+         v.force.mma_strips = Toggle::kOn;
+         v.force.row_tile = 16;
+         v.mma_strips_min_blocks = 3;
+         v.mma_acts = true;
+       }, false},
+      {"prefill: mma strips, activations forced off, M 16", 16, kAuto, [](GemmVariant& v) {
+         v.force.mma = Toggle::kOn;
+         v.force.mma_strips = Toggle::kOn;
+         v.force.mma_acts = Toggle::kOff;
+       }, false},
+      {"prefill: mma strips, activations forced on, M 4", 4, kAuto, [](GemmVariant& v) {
+         v.force.mma = Toggle::kOn;
+         v.force.mma_strips = Toggle::kOn;
+         v.force.mma_acts = Toggle::kOn;
+       }, false},
+      {"prefill: mma strips in the other kLean form, M 13", 13, kAuto, [](GemmVariant& v) {
+         v.force.mma = Toggle::kOn;
+         v.force.mma_strips = Toggle::kOn;
+         v.mma_unlean = true;
+       }, false},
+      {"prefill: mma strips, activations staged, M 2", 2, kAuto, [](GemmVariant& v) {
+         v.force.mma = Toggle::kOn;
+         v.force.mma_strips = Toggle::kOn;
+         v.mma_acts = true;
+       }, false},
+      {"prefill: mma strips, activations staged, row tile 16, M 29", 29, kAuto, [](GemmVariant& v) {
+         v.force.mma = Toggle::kOn;
+         v.force.mma_strips = Toggle::kOn;
+         v.force.row_tile = 16;
+         v.mma_acts = true;
+       }, false},
       {"prefill: mma strips, 4 tiles staged in shared memory, M 2", 2, kAuto, [](GemmVariant& v) {
          v.force.mma = Toggle::kOn;
          v.force.mma_strips = Toggle::kOn;

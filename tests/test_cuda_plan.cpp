@@ -40,7 +40,8 @@ GemmSchedule plan(int64_t n, int64_t k, int64_t m, tb_act_mode mode, int64_t sms
 
 std::string describe(const GemmSchedule& s) {
   if (s.mma && s.mma_strips) {
-    return "tensor-core strip blocks, row tile " + std::to_string(s.row_tile) + (s.mma_stage > 0 ? ", staged" : "");
+    return "tensor-core strip blocks, row tile " + std::to_string(s.row_tile) + (s.mma_stage > 0 ? ", staged" : "") +
+           (s.mma_acts ? ", activations staged" : "");
   }
   if (s.mma) {
     return "tensor cores, row tile " + std::to_string(s.row_tile) + ", " +
@@ -72,7 +73,7 @@ TEST_CASE("cuda gemm plan on 132 SMs: decode of q/o, k/v, qkv runs strip blocks;
   CHECK(plan(151936, 2048, 1, TB_ACT_F32, 132, DecodePath::kStripBlocks).strip_blocks);
 }
 
-TEST_CASE("cuda gemm plan on 132 SMs, M32: F32 lm_head two strips per warp in row tiles of 16, one slice; gate_up every slice with rows inside; q/o one slice, rows outside. I8: lm_head on row-tile tensor cores in one tile of 32 rows, every slice; gate_up tensor-core strip blocks of 16 rows") {
+TEST_CASE("cuda gemm plan on 132 SMs, M32: F32 lm_head two strips per warp in row tiles of 16, one slice; gate_up every slice with rows inside; q/o one slice, rows outside. I8: lm_head on row-tile tensor cores in one tile of 32 rows, every slice; gate_up tensor-core strip blocks of 16 rows staging their activations") {
   GemmSchedule s = plan(151936, 2048, 32, TB_ACT_F32);
   CHECK(describe(s) == "row tile 16, 2 strips per warp, one slice, rows outside");
   s = plan(151936, 2048, 32, TB_ACT_I8);
@@ -80,12 +81,12 @@ TEST_CASE("cuda gemm plan on 132 SMs, M32: F32 lm_head two strips per warp in ro
   s = plan(12288, 2048, 32, TB_ACT_F32);
   CHECK(describe(s) == "row tile 8, 1 strips per warp, every slice, rows inside");
   s = plan(12288, 2048, 32, TB_ACT_I8);
-  CHECK(describe(s) == "tensor-core strip blocks, row tile 16, staged");
+  CHECK(describe(s) == "tensor-core strip blocks, row tile 16, activations staged");
   s = plan(2048, 2048, 32, TB_ACT_F32);
   CHECK(describe(s) == "row tile 8, 1 strips per warp, one slice, rows outside");
 }
 
-TEST_CASE("cuda gemm plan, mode I8 on 132 SMs: tensor cores for every M > 1: strip blocks up to 8 rows, and up to 32 where row-tile blocks would not fill the GPU twice (gate_up), in tiles of 8 rows up to 16, else 16; row-tile blocks otherwise (the smallest of 8/16/32/64 holding M); never at M = 1 or in mode F32; forced on or off") {
+TEST_CASE("cuda gemm plan, mode I8 on 132 SMs: tensor cores for every M > 1: strip blocks up to 8 rows, up to 16 where 16-row blocks staging their activations fit, and up to 32 where row-tile blocks would not fill the GPU twice (gate_up), in tiles of 8 rows up to 8, 16 staging activations above; row-tile blocks otherwise (the smallest of 8/16/32/64 holding M); never at M = 1 or in mode F32; forced on or off") {
   for (int64_t m : {33, 64, 65, 512}) {
     const GemmSchedule s = plan(12288, 2048, m, TB_ACT_I8);
     CHECK(describe(s) == "tensor cores, row tile " + std::to_string(m <= 32 ? 32 : 64) + ", every slice");
@@ -93,14 +94,15 @@ TEST_CASE("cuda gemm plan, mode I8 on 132 SMs: tensor cores for every M > 1: str
   }
   for (int64_t m : {2, 8, 9, 16, 17, 32}) {
     // 384 strips of 16 slices: one block each per row tile; one wave (3 blocks per SM of 8-row
-    // tiles) up to 8 rows, then the tiles are staged.
+    // tiles) up to 8 rows, then 16-row tiles staging their activations (3 blocks per SM).
     CHECK(describe(plan(12288, 2048, m, TB_ACT_I8)) ==
-          "tensor-core strip blocks, row tile " + std::to_string(m <= 16 ? 8 : 16) + (m <= 8 ? "" : ", staged"));
+          std::string("tensor-core strip blocks, row tile ") + (m <= 8 ? "8" : "16, activations staged"));
   }
   for (int64_t m : {2, 5, 8}) CHECK(describe(plan(151936, 2048, m, TB_ACT_I8)) == "tensor-core strip blocks, row tile 8, staged");
-  for (int64_t m : {16, 17, 32}) {
-    CHECK(describe(plan(151936, 2048, m, TB_ACT_I8)) == "tensor cores, row tile " + std::to_string(m == 16 ? 16 : 32) + ", every slice");
+  for (int64_t m : {9, 16}) {
+    CHECK(describe(plan(151936, 2048, m, TB_ACT_I8)) == "tensor-core strip blocks, row tile 16, activations staged");
   }
+  for (int64_t m : {17, 32}) CHECK(describe(plan(151936, 2048, m, TB_ACT_I8)) == "tensor cores, row tile 32, every slice");
   CHECK_FALSE(plan(151936, 2048, 1, TB_ACT_I8).mma);
   cuda::GemmLaunch a;
   a.mode = TB_ACT_I8;
@@ -121,13 +123,57 @@ TEST_CASE("cuda gemm plan, mode I8 on 132 SMs: tensor cores for every M > 1: str
   force = {};
   force.mma_strips = cuda::Toggle::kOn;
   s = cuda::plan_gemm(strips_of(TB_PREC_Q8, 151936, 2048), a, split_plan(151936, 2048), 132, force);
+  CHECK(describe(s) == "tensor-core strip blocks, row tile 16, activations staged");
+  force.mma_acts = cuda::Toggle::kOff;
+  s = cuda::plan_gemm(strips_of(TB_PREC_Q8, 151936, 2048), a, split_plan(151936, 2048), 132, force);
   CHECK(describe(s) == "tensor-core strip blocks, row tile 16, staged");
+  force.mma_acts = cuda::Toggle::kAuto;
   force.row_tile = 32;
   s = cuda::plan_gemm(strips_of(TB_PREC_Q8, 151936, 2048), a, split_plan(151936, 2048), 132, force);
   CHECK(describe(s) == "tensor-core strip blocks, row tile 32, staged");
   force.mma_staged = cuda::Toggle::kOff;
   s = cuda::plan_gemm(strips_of(TB_PREC_Q8, 151936, 2048), a, split_plan(151936, 2048), 132, force);
   CHECK(describe(s) == "tensor-core strip blocks, row tile 32");
+}
+
+TEST_CASE("cuda gemm plan: 16-row strip blocks stage their activations only where three such blocks fit an SM's shared memory and the blocks cover every SM; forced off, or a forced form without them, gives the other forms") {
+  // K = 2048: 34.8 KiB of slots and outputs + 36 KiB of activations, three blocks in 228 KiB.
+  CHECK(plan(12288, 2048, 16, TB_ACT_I8).mma_acts);
+  CHECK(plan(12288, 2304, 16, TB_ACT_I8).mma_acts);
+  // K = 2560, 6144: three blocks no longer fit; the 8-row tiles (staged weights) as before.
+  for (int64_t k : {2560, 6144}) {
+    const GemmSchedule s = plan(12288, k, 16, TB_ACT_I8);
+    CHECK_FALSE(s.mma_acts);
+    CHECK(describe(s) == "tensor-core strip blocks, row tile 8, staged");
+  }
+  // 2048 columns: 64 strip blocks do not cover 132 SMs.
+  CHECK_FALSE(plan(2048, 2048, 16, TB_ACT_I8).mma_acts);
+  CHECK(plan(2048, 2048, 16, TB_ACT_I8, 64).mma_acts);
+  // Up to 8 rows the 8-row tiles stay (no activations staged) unless forced.
+  CHECK_FALSE(plan(12288, 2048, 8, TB_ACT_I8).mma_acts);
+  cuda::GemmLaunch a;
+  a.mode = TB_ACT_I8;
+  a.m = 4;
+  cuda::GemmForce force;
+  force.mma_acts = cuda::Toggle::kOn;
+  GemmSchedule s = cuda::plan_gemm(strips_of(TB_PREC_Q8, 12288, 2048), a, split_plan(12288, 2048), 132, force);
+  CHECK(describe(s) == "tensor-core strip blocks, row tile 16, activations staged");
+  a.m = 16;
+  force.mma_acts = cuda::Toggle::kAuto;
+  force.mma_staged = cuda::Toggle::kOn;  // staged weights have no form with staged activations
+  s = cuda::plan_gemm(strips_of(TB_PREC_Q8, 12288, 2048), a, split_plan(12288, 2048), 132, force);
+  CHECK(describe(s) == "tensor-core strip blocks, row tile 8, staged");
+  force = {};
+  force.row_tile = 8;
+  s = cuda::plan_gemm(strips_of(TB_PREC_Q8, 12288, 2048), a, split_plan(12288, 2048), 132, force);
+  CHECK(describe(s) == "tensor-core strip blocks, row tile 8, staged");
+  // Every planned form has a product kernel.
+  for (int64_t m : {2, 9, 16, 24, 32}) {
+    const GemmSchedule p = plan(12288, 2048, m, TB_ACT_I8);
+    CHECK(p.mma_strips);
+    CHECK((cuda::detail::mma_strips_kernel(TB_PREC_Q8, p.row_tile, p.mma_stage, p.mma_acts) != nullptr));
+    CHECK((cuda::detail::mma_strips_kernel(TB_PREC_Q4, p.row_tile, p.mma_stage, p.mma_acts) != nullptr));
+  }
 }
 
 TEST_CASE("cuda gemm plan: tensor-core strip blocks stage their weight tiles in shared memory when they take more than one wave, on any SM count; forced either way") {
@@ -171,7 +217,7 @@ TEST_CASE("cuda gemm plan: every schedule it chooses has a product kernel, N{1..
               if (s.mma) CHECK((m > 1 && mode == TB_ACT_I8));
               if (m > 64 && mode == TB_ACT_I8) CHECK(s.mma);
               const bool has = m == 1 ? cuda::detail::decode_slice_kernel(prec, mode) != nullptr && s.row_tile == 1
-                               : s.mma_strips ? s.mma && cuda::detail::mma_strips_kernel(prec, s.row_tile, s.mma_stage) != nullptr && s.cols == 1
+                               : s.mma_strips ? s.mma && cuda::detail::mma_strips_kernel(prec, s.row_tile, s.mma_stage, s.mma_acts) != nullptr && s.cols == 1
                                : s.mma ? cuda::detail::mma_kernel(prec, s.row_tile, s.all_slices) != nullptr && s.cols == 1
                                        : cuda::detail::prefill_kernel(prec, mode, s.row_tile, s.cols, s.all_slices,
                                                                       s.rows_inner) != nullptr;

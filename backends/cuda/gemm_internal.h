@@ -9,6 +9,7 @@
 
 #include <cuda_runtime.h>
 
+#include <cstddef>
 #include <cstdint>
 
 #include "backends/cuda/gemm_kernels.h"
@@ -36,7 +37,21 @@ struct Params {
   int64_t m;
   int n, np, ngroups, nsplit, nstrips, strip_blocks, row_tiles;
   int slices_per_block;     // consecutive slices one block runs (fills the GPU in one wave)
+  int gbase, grem;          // slice_begin's terms, ngroups / nsplit and ngroups % nsplit (a division
+                            // on the device is a subroutine call)
 };
+
+// The tensor-core kernels' product forms of kLean (slice bounds from gbase / grem, and a packed NaN
+// test of the weight scales; gemm_mma.cuh, tile_operands): the strip blocks run it (gate_up M = 2
+// 14.43 vs 14.69 us, M = 32 34.14 vs 35.07, lm_head M = 8 93.92 vs 95.10 on the H200), the row-tile
+// blocks do not (lm_head M = 16 166.3 vs 150.8, M = 32 206.5 vs 202.6; h200-2026-12-03-rows.md).
+constexpr bool kMmaStripsLean = true;
+constexpr bool kMmaRowsLean = false;
+
+// Slice z's first group, as twinbit::slice_begin (core/numerics.h) from the host's terms.
+#ifdef __CUDACC__
+__device__ __forceinline__ int slice_lo(const Params& p, int z) { return z * p.gbase + min(z, p.grem); }
+#endif
 
 using KernelFn = void (*)(Params);
 
@@ -58,8 +73,9 @@ KernelFn prefill_kernel(tb_prec prec, tb_act_mode mode, int mt, int cols, bool a
 KernelFn mma_kernel(tb_prec prec, int mt, bool all_slices);
 // Tensor-core strip blocks (gemm_mma_strips.cu; mode I8, M >= 2, sm_80 and newer): row tile mt
 // (8, 16 or 32), weight tiles in a register ring (stage 0) or staged in shared memory (stage
-// kMmaStripStage); nullptr otherwise.
-KernelFn mma_strips_kernel(tb_prec prec, int mt, int stage = 0);
+// kMmaStripStage); or `acts`: the block's activations staged (row tile kMmaStripActsRows, stage 0,
+// held to kMmaStripActsBlocksPerSm); nullptr otherwise.
+KernelFn mma_strips_kernel(tb_prec prec, int mt, int stage = 0, bool acts = false);
 // Weight tiles staged per warp by the product's staged strip blocks.
 constexpr int kMmaStripStage = 4;
 // How a ring of two register sets turns (kStage = 0, kDepth = 2): kRingRotate copies the younger
@@ -75,11 +91,39 @@ constexpr int kMmaStripRing = kRingLate;
 // __launch_bounds__): the plan's wave count.
 constexpr int kMmaStripWarps = 8;
 constexpr int64_t mma_strips_blocks_per_sm(int mt) { return mt == 8 ? 3 : 2; }
+// The strip blocks that stage their activations (kActs): 16-row tiles, the register ring, held to
+// three blocks per SM.
+constexpr int kMmaStripActsRows = 16;
+constexpr int64_t kMmaStripActsBlocksPerSm = 3;
+// Shared memory per SM the plan counts on (sm_90: 228 KiB, 1 KiB of it reserved per block). On a
+// device with less the same kernels run, fewer blocks at a time.
+constexpr int64_t kSmemPerSm = 228 * 1024, kSmemReservedPerBlock = 1024;
+
+// Bytes of one staged weight tile in shared memory (kStage > 0): the codes, then its 32 scales.
+constexpr int mma_stage_slot_bytes(tb_prec prec) { return (prec == TB_PREC_Q8 ? 1024 : 512) + 64; }
+
+// Bytes of a block's staged activations (kActs) for `ngroups` groups: per group the B fragments of
+// the row tile's 8-row tiles (8 bytes a lane) and its MT scales.
+constexpr size_t mma_strips_act_bytes(int mt, int64_t ngroups) {
+  return static_cast<size_t>(ngroups) * (static_cast<size_t>(mt / 8) * 32 * 8 + static_cast<size_t>(mt) * sizeof(float));
+}
+
+// Dynamic shared memory of a launch: two rounds of slot sums (one slot per warp) and the running
+// outputs of the block's strips, MT x 32 floats each; then, staged, `stage` tile slots per warp;
+// then (kActs) the activations of `act_groups` groups.
+constexpr size_t mma_strips_smem_bytes(int mt, int strips, int stage = 0, tb_prec prec = TB_PREC_Q8,
+                                       int64_t act_groups = 0) {
+  return static_cast<size_t>(2 * kMmaStripWarps + strips) * static_cast<size_t>(mt) * 32 * sizeof(float) +
+         static_cast<size_t>(kMmaStripWarps) * static_cast<size_t>(stage) * mma_stage_slot_bytes(prec) +
+         mma_strips_act_bytes(mt, act_groups);
+}
+
 // Checks the geometry, then launches a tensor-core strip-block kernel (the product's, or a
 // benchmark instantiation of gemm_mma_strips.cuh) over row tiles of mt rows on `stream`; `stage`
 // is the kernel's kStage (shared-memory tile slots per warp, 0 for the register ring).
+// `acts`: the kernel stages the block's activations (kActs), so the launch adds their shared memory.
 Status launch_mma_strips(const DeviceStrips& w, const GemmLaunch& a, int64_t nsplit, KernelFn kernel, int mt,
-                         cudaStream_t stream, int stage = 0);
+                         cudaStream_t stream, int stage = 0, bool acts = false);
 // Threads per block of the tensor-core kernel of row tile mt (kThreads, or twice that at 64 rows:
 // two warps per strip split the rows).
 int mma_threads(int mt);

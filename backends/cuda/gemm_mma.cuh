@@ -8,12 +8,14 @@
 // i of a lane is (A row gid + 8 (i >> 1), B column 2 tig + (i & 1)).
 #pragma once
 
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
 
 #include <twinbit/backend.h>
 #include "backends/cuda/device_numerics.cuh"
+#include "backends/cuda/gemm_internal.h"
 
 namespace twinbit::cuda::detail {
 
@@ -124,15 +126,33 @@ __device__ __forceinline__ void mma_s8(const uint32_t (&a)[4], uint2 b, int (&d)
 
 // A tile's A operands of the two mmas of a group (h = 0: columns 0-15, h = 1: 16-31; A row gid is
 // column 16h + gid, row gid + 8 column 16h + gid + 8) and its four scales as floats.
-template <tb_prec P>
+// kLean: the hardware conversion, and scale_to_float's NaN form only when one of the four is a
+// NaN (two packed half2 tests, one branch the warp almost never takes), instead of its select
+// per scale (~9 instructions each).
+template <tb_prec P, bool kLean>
 __device__ __forceinline__ void tile_operands(const MmaTile& t, uint32_t (&a)[2][4], float (&ws)[4]) {
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     fragment_words<P>(t, 2 * h, a[h][0], a[h][2]);
     fragment_words<P>(t, 2 * h + 1, a[h][1], a[h][3]);
   }
+  if constexpr (kLean) {
+    const __half2 s01 = __halves2half2(__ushort_as_half(t.scale[0]), __ushort_as_half(t.scale[1]));
+    const __half2 s23 = __halves2half2(__ushort_as_half(t.scale[2]), __ushort_as_half(t.scale[3]));
+    const __half2_raw nan = __hmax2(__hisnan2(s01), __hisnan2(s23));  // 1.0 per half where a pair holds a NaN
+    if ((nan.x | nan.y) != 0) {
 #pragma unroll
-  for (int q = 0; q < 4; ++q) ws[q] = scale_to_float(t.scale[q]);
+      for (int q = 0; q < 4; ++q) ws[q] = scale_to_float(t.scale[q]);
+    } else {
+      ws[0] = __low2float(s01);
+      ws[1] = __high2float(s01);
+      ws[2] = __low2float(s23);
+      ws[3] = __high2float(s23);
+    }
+  } else {
+#pragma unroll
+    for (int q = 0; q < 4; ++q) ws[q] = scale_to_float(t.scale[q]);
+  }
 }
 
 // The bits of 1.5 * 2^23: an integer |v| < 2^22 added to them is v in the float's mantissa.

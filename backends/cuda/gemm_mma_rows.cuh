@@ -87,8 +87,9 @@ __device__ __forceinline__ void stage_mma(const Params& p, MmaStage<MT>& s, int6
 // 64-row tiles to 128 registers spilled (2882 us).
 // kRW warps share a strip, each taking MT / kRW of the rows. kBiased: the mma's accumulators
 // start at the bits of 1.5 * 2^23, so float(isum) is one FADD (three float-step instructions per
-// element); otherwise they start at 0 and the bias is an integer add first (four).
-template <tb_prec P, int MT, bool kAll, int kRW, bool kBiased>
+// element); otherwise they start at 0 and the bias is an integer add first (four). kLean: slice
+// bounds from the host's terms (slice_lo) and the packed NaN test of the scales (tile_operands).
+template <tb_prec P, int MT, bool kAll, int kRW, bool kBiased, bool kLean>
 __device__ __forceinline__ void gemm_mma_rows(const Params& p) {
   constexpr int kJ = MT / 8 / kRW, kDepth = kMmaDepth<MT>;
   // With one warp per strip the warp's rows start at tile 0, as a constant.
@@ -106,8 +107,14 @@ __device__ __forceinline__ void gemm_mma_rows(const Params& p) {
   const bool active = strip < p.nstrips;
   const int64_t m0 = static_cast<int64_t>(mt) * MT;
   const int rows = static_cast<int>(min(static_cast<int64_t>(MT), p.m - m0));
-  const int gbeg = static_cast<int>(twinbit::slice_begin(p.ngroups, p.nsplit, z_first));
-  const int gend = static_cast<int>(twinbit::slice_end(p.ngroups, p.nsplit, z_last - 1));
+  const auto first_group = [&](int z) {
+    return kLean ? slice_lo(p, z) : static_cast<int>(twinbit::slice_begin(p.ngroups, p.nsplit, z));
+  };
+  const auto end_group = [&](int z) {
+    return kLean ? slice_lo(p, z + 1) : static_cast<int>(twinbit::slice_end(p.ngroups, p.nsplit, z));
+  };
+  const int gbeg = first_group(z_first);
+  const int gend = end_group(z_last - 1);
 
   __shared__ __align__(16) MmaStage<MT> stage;
   __shared__ unsigned is_last;
@@ -123,7 +130,7 @@ __device__ __forceinline__ void gemm_mma_rows(const Params& p) {
     for (int e = 0; e < 8; ++e) out[j][e] = 0.0f;
   }
   int z = z_first;
-  int z_end = static_cast<int>(twinbit::slice_end(p.ngroups, p.nsplit, z));
+  int z_end = end_group(z);
   constexpr int kTileBytes = P == TB_PREC_Q8 ? 1024 : 512;
   const int64_t tile0 = static_cast<int64_t>(active ? strip : 0) * p.ngroups;
 
@@ -152,7 +159,7 @@ __device__ __forceinline__ void gemm_mma_rows(const Params& p) {
             }
             uint32_t a[2][4];
             float ws[4];
-            tile_operands<P>(t, a, ws);
+            tile_operands<P, kLean>(t, a, ws);
 #pragma unroll
             for (int j = 0; j < kJ; ++j) {
               if ((j0 + j) * 8 < rows) {  // warp-uniform: empty 8-row tiles are skipped
@@ -185,7 +192,7 @@ __device__ __forceinline__ void gemm_mma_rows(const Params& p) {
                   }
                 }
                 ++z;
-                if (z < z_last) z_end = static_cast<int>(twinbit::slice_end(p.ngroups, p.nsplit, z));
+                if (z < z_last) z_end = end_group(z);
               }
             }
           }
@@ -274,25 +281,25 @@ __device__ __forceinline__ void gemm_mma_rows(const Params& p) {
   }
 }
 
-template <tb_prec P, int MT, bool kAll, int kRW = kRowWarps<MT>, bool kBiased = kMmaRowsBiased>
+template <tb_prec P, int MT, bool kAll, int kRW = kRowWarps<MT>, bool kBiased = kMmaRowsBiased, bool kLean = kMmaRowsLean>
 __global__ void __launch_bounds__(kThreads * kRW) gemm_mma_kernel(const Params p) {
-  gemm_mma_rows<P, MT, kAll, kRW, kBiased>(p);
+  gemm_mma_rows<P, MT, kAll, kRW, kBiased, kLean>(p);
 }
 
 // The same kernel with its registers held to kMinBlocks blocks per SM.
-template <tb_prec P, int MT, bool kAll, int kRW, bool kBiased, int kMinBlocks>
+template <tb_prec P, int MT, bool kAll, int kRW, bool kBiased, int kMinBlocks, bool kLean = kMmaRowsLean>
 __global__ void __launch_bounds__(kThreads * kRW, kMinBlocks) gemm_mma_kernel_bounded(const Params p) {
-  gemm_mma_rows<P, MT, kAll, kRW, kBiased>(p);
+  gemm_mma_rows<P, MT, kAll, kRW, kBiased, kLean>(p);
 }
 
 // The kernel of these choices: held to kMinBlocks blocks per SM, or (0) ptxas's registers (a bound
 // of even 1 changes ptxas's choice, so the free form has none).
-template <tb_prec P, int MT, bool kAll, int kRW, bool kBiased, int kMinBlocks>
+template <tb_prec P, int MT, bool kAll, int kRW, bool kBiased, int kMinBlocks, bool kLean = kMmaRowsLean>
 KernelFn mma_rows_kernel() {
   if constexpr (kMinBlocks > 0) {
-    return gemm_mma_kernel_bounded<P, MT, kAll, kRW, kBiased, kMinBlocks>;
+    return gemm_mma_kernel_bounded<P, MT, kAll, kRW, kBiased, kMinBlocks, kLean>;
   } else {
-    return gemm_mma_kernel<P, MT, kAll, kRW, kBiased>;
+    return gemm_mma_kernel<P, MT, kAll, kRW, kBiased, kLean>;
   }
 }
 

@@ -27,7 +27,14 @@ KernelFn mma_strips_kernel_of(int mt) {
 }
 
 template <tb_prec P>
-KernelFn mma_strips_kernel_of(int mt, int stage) {
+KernelFn mma_strips_kernel_of(int mt, int stage, bool acts) {
+  if (acts) {  // 16-row tiles, register ring, held to 3 blocks per SM, activations staged
+    constexpr int mt_acts = kMmaStripActsRows, blocks = static_cast<int>(kMmaStripActsBlocksPerSm);
+    return mt == mt_acts && stage == 0
+               ? gemm_mma_strips_kernel<P, mt_acts, kStripsOrdered, kMmaStripDepth<mt_acts>, 0, kMmaStripRing, blocks,
+                                        kMmaStripsLean, true>
+               : nullptr;
+  }
   switch (stage) {
     case 0: return mma_strips_kernel_of<P, 0>(mt);
     case kMmaStripStage: return mma_strips_kernel_of<P, kMmaStripStage>(mt);
@@ -49,16 +56,16 @@ Status allow_smem(KernelFn kernel, size_t bytes) {
 
 }  // namespace
 
-KernelFn mma_strips_kernel(tb_prec prec, int mt, int stage) {
+KernelFn mma_strips_kernel(tb_prec prec, int mt, int stage, bool acts) {
   switch (prec) {
-    case TB_PREC_Q8: return mma_strips_kernel_of<TB_PREC_Q8>(mt, stage);
-    case TB_PREC_Q4: return mma_strips_kernel_of<TB_PREC_Q4>(mt, stage);
+    case TB_PREC_Q8: return mma_strips_kernel_of<TB_PREC_Q8>(mt, stage, acts);
+    case TB_PREC_Q4: return mma_strips_kernel_of<TB_PREC_Q4>(mt, stage, acts);
   }
   return nullptr;
 }
 
 Status launch_mma_strips(const DeviceStrips& w, const GemmLaunch& a, int64_t nsplit, KernelFn kernel, int mt,
-                         cudaStream_t stream, int stage) {
+                         cudaStream_t stream, int stage, bool acts) {
   if (!kernel || (mt != 8 && mt != 16 && mt != 32) || nsplit < 1 || a.m < 2 || stage < 0 || stage > 16) {
     return Error(TB_INTERNAL, "gemm tensor-core strip launch: %s kernel, row tile %d, %lld slices, "
                  "%lld rows, %d staged tiles (expected a kernel, row tile 8, 16 or 32, nsplit >= 1, M >= 2, "
@@ -83,7 +90,17 @@ Status launch_mma_strips(const DeviceStrips& w, const GemmLaunch& a, int64_t nsp
                  static_cast<long long>(row_tiles), static_cast<long long>(nsplit),
                  static_cast<long long>(ngroups), INT_MAX);
   }
-  const size_t smem = mma_strips_smem_bytes(mt, static_cast<int>(strips), stage, w.prec);
+  const size_t smem = mma_strips_smem_bytes(mt, static_cast<int>(strips), stage, w.prec, acts ? ngroups : 0);
+  int device = 0, max_smem = 0;
+  if (acts) {  // only the benchmark's activation staging grows with K
+    TB_CUDA_TRY(cudaGetDevice(&device));
+    TB_CUDA_TRY(cudaDeviceGetAttribute(&max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  }
+  if (acts && smem > static_cast<size_t>(max_smem)) {
+    return Error(TB_INVALID_ARGUMENT, "gemm tensor-core strip launch: %zu bytes of shared memory (row tile %d, "
+                 "%d staged tiles%s) past the device's %d", smem, mt, stage,
+                 acts ? ", the activations of every group" : "", max_smem);
+  }
   TB_RETURN_IF_ERROR(allow_smem(kernel, smem));
   const Params p = gemm_params(w, a, nsplit, strip_blocks, row_tiles, nsplit);
   kernel<<<static_cast<unsigned>(blocks), kMmaStripThreads, smem, stream>>>(p);

@@ -16,7 +16,7 @@
 // (gemm_mma.cuh), and the float step of the contract per (column, row, group) in ascending g on
 // the CUDA cores: three instructions, as the mma's accumulators start at the bits of 1.5 * 2^23
 // (p = one exact FADD, t = ws * xd one FMUL, the FFMA). The activations are read from global memory (L1-resident: every warp of the
-// SM reads the same row tile). Each warp keeps weight tiles in flight across slice and round
+// SM reads the same row tile), or (kActs) staged by the block in shared memory once. Each warp keeps weight tiles in flight across slice and round
 // boundaries: kDepth (2) in registers, or kStage in shared memory slots filled by cp.async (no
 // registers, so more tiles; the plan stages where the grid is more than one wave). After a round every warp leaves its slice sums in shared memory; after one
 // barrier the block adds them to its running outputs, out = out + a[z] in ascending z (double-
@@ -41,16 +41,6 @@ constexpr int kMmaStripThreads = kMmaStripWarps * 32;
 template <int MT>
 constexpr int kMmaStripDepth = 2;
 
-// Bytes of one staged weight tile in shared memory (kStage > 0): the codes, then its 32 scales.
-constexpr int mma_stage_slot_bytes(tb_prec prec) { return (prec == TB_PREC_Q8 ? 1024 : 512) + 64; }
-
-// Dynamic shared memory of a launch: two rounds of slot sums (one slot per warp) and the running
-// outputs of the block's strips, MT x 32 floats each; then, staged, `stage` tile slots per warp.
-constexpr size_t mma_strips_smem_bytes(int mt, int strips, int stage = 0, tb_prec prec = TB_PREC_Q8) {
-  return static_cast<size_t>(2 * kMmaStripWarps + strips) * static_cast<size_t>(mt) * 32 * sizeof(float) +
-         static_cast<size_t>(kMmaStripWarps) * static_cast<size_t>(stage) * mma_stage_slot_bytes(prec);
-}
-
 // Blocks per SM the registers are held to: three for 8-row tiles with 2 tiles in flight, two
 // otherwise (ptxas's free choice left 8-row tiles at 87 registers, two blocks, and 32-row tiles
 // at 160, one block; 8-row tiles with 4 tiles in flight spill when held to three).
@@ -64,9 +54,14 @@ static_assert(kMmaStripMinBlocks<8, kMmaStripDepth<8>> == mma_strips_blocks_per_
 // kStage = 0: the warp's weight tiles in flight are a ring of kDepth registers sets. kStage > 0:
 // a ring of kStage tile slots in shared memory filled by cp.async, so a warp keeps kStage tiles
 // in flight without the registers (kDepth and kRing are then unused).
-// kMinBlocks: the blocks per SM the registers are held to (the benchmark tries others).
+// kMinBlocks: the blocks per SM the registers are held to (the benchmark tries others). kLean:
+// slice bounds from the host's terms (slice_lo) and the packed NaN test of the scales
+// (tile_operands); otherwise 64-bit divisions on the device and a select per scale. kActs: the
+// block stages its row tile's activations of every group in shared memory once (B-fragment order,
+// scales group-major), so a group's operands are two shared loads, not three predicated global
+// loads with their addresses.
 template <tb_prec P, int MT, bool kOrdered, int kDepth = kMmaStripDepth<MT>, int kStage = 0, int kRing = kMmaStripRing,
-          int kMinBlocks = kMmaStripMinBlocks<MT, kDepth>>
+          int kMinBlocks = kMmaStripMinBlocks<MT, kDepth>, bool kLean = kMmaStripsLean, bool kActs = false>
 __global__ void __launch_bounds__(kMmaStripThreads, kMinBlocks) gemm_mma_strips_kernel(const Params p) {
   constexpr int kJ = MT / 8, kTile = MT * 32;
   constexpr int kTileBytes = P == TB_PREC_Q8 ? 1024 : 512;
@@ -94,18 +89,24 @@ __global__ void __launch_bounds__(kMmaStripThreads, kMinBlocks) gemm_mma_strips_
   const int64_t tile0 = static_cast<int64_t>(active ? strip : 0) * p.ngroups;
   const uint8_t* const codes = p.codes + tile0 * kTileBytes;
   const uint16_t* const scales = p.scales + tile0 * 32;
+  const auto first_group = [&](int z) {
+    return kLean ? slice_lo(p, z) : static_cast<int>(slice_begin(p.ngroups, p.nsplit, z));
+  };
+  const auto end_group = [&](int z) {
+    return kLean ? slice_lo(p, z + 1) : static_cast<int>(slice_end(p.ngroups, p.nsplit, z));
+  };
   int wz = active ? way : p.nsplit;
   int wg = 0, wend = 0;
   if (wz < p.nsplit) {
-    wg = static_cast<int>(slice_begin(p.ngroups, p.nsplit, wz));
-    wend = static_cast<int>(slice_end(p.ngroups, p.nsplit, wz));
+    wg = first_group(wz);
+    wend = end_group(wz);
   }
   const auto advance = [&] {
     if (++wg == wend) {
       wz += ways;
       if (wz < p.nsplit) {
-        wg = static_cast<int>(slice_begin(p.ngroups, p.nsplit, wz));
-        wend = static_cast<int>(slice_end(p.ngroups, p.nsplit, wz));
+        wg = first_group(wz);
+        wend = end_group(wz);
       }
     }
   };
@@ -131,6 +132,10 @@ __global__ void __launch_bounds__(kMmaStripThreads, kMinBlocks) gemm_mma_strips_
     }
     cp_async_commit();
   };
+  // kActs: the block's activations, after every warp's slots.
+  uint2* const act_b = reinterpret_cast<uint2*>(smem + (2 * kMmaStripWarps + strips) * kTile) +
+                       kMmaStripWarps * kStage * kSlotBytes / 8;
+  float* const act_xd = reinterpret_cast<float*>(act_b + static_cast<int64_t>(p.ngroups) * kJ * 32);
   MmaTile ring[kStage > 0 ? 1 : kDepth];
   int next_slot = 0;  // staged: the slot of the next tile to compute
   int phase = 0;      // two registers sets: which holds the oldest tile (they alternate, no copies)
@@ -144,6 +149,19 @@ __global__ void __launch_bounds__(kMmaStripThreads, kMinBlocks) gemm_mma_strips_
     }
   }
 
+  if constexpr (kActs) {  // with the first weight tiles in flight
+    for (int i = static_cast<int>(threadIdx.x); i < p.ngroups * kJ * 32; i += kMmaStripThreads) {
+      const int l = i & 31, j = (i >> 5) % kJ, g = (i >> 5) / kJ;
+      const int r = j * 8 + (l >> 2);
+      act_b[i] = load_act_fragment<P>(p.xq + (m0 + (r < rows ? r : 0)) * kp + g * 32, r < rows, l & 3);
+    }
+    for (int i = static_cast<int>(threadIdx.x); i < p.ngroups * MT; i += kMmaStripThreads) {
+      const int g = i / MT, r = i % MT;
+      act_xd[i] = r < rows ? __ldg(p.xd + (m0 + r) * p.ngroups + g) : 0.0f;
+    }
+    __syncthreads();
+  }
+
 #pragma unroll 1
   for (int r = 0; r < rounds; ++r) {
     const int z = r * ways + way;
@@ -154,23 +172,32 @@ __global__ void __launch_bounds__(kMmaStripThreads, kMinBlocks) gemm_mma_strips_
       for (int e = 0; e < 8; ++e) acc[j][e] = 0.0f;
     }
     if (active && z < p.nsplit) {
-      const int gb = static_cast<int>(slice_begin(p.ngroups, p.nsplit, z));
-      const int ge = static_cast<int>(slice_end(p.ngroups, p.nsplit, z));
+      const int gb = first_group(z);
+      const int ge = end_group(z);
       // One group: the tile's operands, the two mmas and the contract's float step per (row,
       // column); with an alternating ring, the consumed register set is refilled with the tile
       // two ahead (kRing says when).
       const auto group = [&](const MmaTile& t, MmaTile* refill, int g) {
         uint32_t a[2][4];
         float ws[4];
-        tile_operands<P>(t, a, ws);
+        tile_operands<P, kLean>(t, a, ws);
         if (kRing == kRingEarly && refill && wz < p.nsplit) fetch(*refill);
 #pragma unroll
         for (int j = 0; j < kJ; ++j) {
           if (j * 8 < rows) {  // block-uniform: empty 8-row tiles are skipped
             const int rb = j * 8 + gid, rx = j * 8 + 2 * tig;
-            const uint2 bf = load_act_fragment<P>(p.xq + (m0 + (rb < rows ? rb : 0)) * kp + g * 32, rb < rows, tig);
-            const float xd0 = rx < rows ? __ldg(p.xd + (m0 + rx) * p.ngroups + g) : 0.0f;
-            const float xd1 = rx + 1 < rows ? __ldg(p.xd + (m0 + rx + 1) * p.ngroups + g) : 0.0f;
+            uint2 bf;
+            float xd0, xd1;
+            if constexpr (kActs) {
+              bf = act_b[(g * kJ + j) * 32 + lane];
+              const float2 x2 = *reinterpret_cast<const float2*>(act_xd + g * MT + rx);
+              xd0 = x2.x;
+              xd1 = x2.y;
+            } else {
+              bf = load_act_fragment<P>(p.xq + (m0 + (rb < rows ? rb : 0)) * kp + g * 32, rb < rows, tig);
+              xd0 = rx < rows ? __ldg(p.xd + (m0 + rx) * p.ngroups + g) : 0.0f;
+              xd1 = rx + 1 < rows ? __ldg(p.xd + (m0 + rx + 1) * p.ngroups + g) : 0.0f;
+            }
 #pragma unroll
             for (int h = 0; h < 2; ++h) {
               int d[4];

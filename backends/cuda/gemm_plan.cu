@@ -75,6 +75,8 @@ Params gemm_params(const DeviceStrips& w, const GemmLaunch& a, int64_t nsplit, i
   p.strip_blocks = static_cast<int>(strip_blocks);
   p.row_tiles = static_cast<int>(row_tiles);
   p.slices_per_block = static_cast<int>(slices_per_block);
+  p.gbase = static_cast<int>(w.kp / 32 / nsplit);
+  p.grem = static_cast<int>(w.kp / 32 % nsplit);
   return p;
 }
 
@@ -188,7 +190,7 @@ int mma_strips_row_tile(int64_t m, int forced) {
 detail::KernelFn product_kernel(const DeviceStrips& w, const GemmLaunch& a, const GemmSchedule& s) {
   if (s.mma && s.mma_strips) {
     const bool ok = a.mode == TB_ACT_I8 && a.m > 1 && s.cols == 1 && !s.rows_inner;
-    return ok ? detail::mma_strips_kernel(w.prec, s.row_tile, s.mma_stage) : nullptr;
+    return ok ? detail::mma_strips_kernel(w.prec, s.row_tile, s.mma_stage, s.mma_acts) : nullptr;
   }
   if (s.mma) {
     const bool ok = a.mode == TB_ACT_I8 && a.m > 1 && s.cols == 1 && !s.rows_inner;
@@ -205,7 +207,8 @@ detail::KernelFn product_kernel(const DeviceStrips& w, const GemmLaunch& a, cons
 Status launch_planned(const DeviceStrips& w, const GemmLaunch& a, const GemmSchedule& s, cudaStream_t stream) {
   if (s.strip_blocks) return detail::launch_strip(w, a, s.nsplit, stream);
   if (s.mma && s.mma_strips) {
-    return detail::launch_mma_strips(w, a, s.nsplit, product_kernel(w, a, s), s.row_tile, stream, s.mma_stage);
+    return detail::launch_mma_strips(w, a, s.nsplit, product_kernel(w, a, s), s.row_tile, stream, s.mma_stage,
+                                     s.mma_acts);
   }
   return detail::launch_slice_blocks(w, a, s.nsplit, product_kernel(w, a, s), s.row_tile, s.cols,
                                      s.all_slices ? s.nsplit : 1, stream,
@@ -232,7 +235,16 @@ GemmSchedule plan_gemm(const DeviceStrips& w, const GemmLaunch& a, int64_t nspli
   const int mma_tile = mma_row_tile(a.m, force.row_tile);
   const int64_t mma_blocks = ceil_div(nstrips, kStripsPerBlock) * ceil_div(a.m, mma_tile);
   const bool fills_twice = mma_blocks >= 2 * sms;
-  const bool strips_auto = a.m <= 8 || (a.m <= 32 && !fills_twice);
+  // Strip blocks of 16 rows that stage their activations: where three fit an SM's shared memory
+  // and the blocks cover every SM, and nothing forced asks for another form.
+  const int64_t strips_per_block = detail::kMmaStripWarps / std::min<int64_t>(nsplit, detail::kMmaStripWarps);
+  const int64_t acts_smem = static_cast<int64_t>(detail::mma_strips_smem_bytes(
+      detail::kMmaStripActsRows, static_cast<int>(strips_per_block), 0, w.prec, w.kp / 32));
+  const bool acts_fit = detail::kMmaStripActsBlocksPerSm * (acts_smem + detail::kSmemReservedPerBlock) <= detail::kSmemPerSm &&
+                        ceil_div(nstrips, strips_per_block) >= sms;
+  const bool acts_allowed = force.mma_acts != Toggle::kOff && force.mma_staged != Toggle::kOn && acts_fit &&
+                            (force.row_tile == 0 || force.row_tile == detail::kMmaStripActsRows);
+  const bool strips_auto = a.m <= 8 || (a.m <= 16 && acts_allowed) || (a.m <= 32 && !fills_twice);
   const bool strips = force.mma_strips == Toggle::kOn || (force.mma_strips == Toggle::kAuto && strips_auto);
   const bool mma_auto = strips || a.m > 32 || (a.m >= 16 && fills_twice);
   if (a.mode == TB_ACT_I8 && force.cols != 2 &&
@@ -241,9 +253,11 @@ GemmSchedule plan_gemm(const DeviceStrips& w, const GemmLaunch& a, int64_t nspli
     // slice per block (the fold in registers; one slice per block only when forced).
     s.mma = true;
     s.mma_strips = strips;
-    s.row_tile = strips ? mma_strips_row_tile(a.m, force.row_tile) : mma_tile;
+    const bool acts = strips && acts_allowed && (a.m > 8 || force.mma_acts == Toggle::kOn);
+    s.row_tile = acts ? detail::kMmaStripActsRows : strips ? mma_strips_row_tile(a.m, force.row_tile) : mma_tile;
     s.all_slices = !strips && force.all_slices != Toggle::kOff;
-    if (strips) {
+    s.mma_acts = acts;
+    if (strips && !acts) {
       // Staged tiles pay where the blocks take more than one wave (each SM then streams tiles
       // for blocks after its first); in one wave the register ring was faster.
       const int64_t ways = std::min<int64_t>(nsplit, detail::kMmaStripWarps);

@@ -17,6 +17,11 @@
 //     The strip blocks keep their weight tiles in flight in shared memory (cp.async, 4 per warp)
 //     when they need more than one wave of blocks (lm_head; gate_up from 16 rows), in a ring of
 //     registers otherwise (gate_up up to 8 rows: one wave, where the staged form was slower).
+//     From 9 to 32 rows the strip blocks take 16-row tiles that stage the row tile's activations
+//     in shared memory once, with the register ring, held to 3 blocks per SM, where three such
+//     blocks' shared memory fits an SM and the blocks cover every SM (gate_up, lm_head at K =
+//     2048); at 9-16 rows they then run even where row-tile blocks would fill the GPU twice
+//     (lm_head M = 16: 125.7 vs 150.8 us).
 //     The dp4a slice blocks run where the tensor cores do not (older devices, or forced). The
 //     rules below are then mode F32's, and I8's where the tensor cores do not run.
 //   - Prefill rows per block: 16 on vocabulary-sized outputs (np > 65536), 8 otherwise (a larger
@@ -57,6 +62,8 @@ struct GemmSchedule {
                               // of a strip over a block's warps, row tile 8, 16 or 32
   int mma_stage = 0;          // with mma_strips: weight tiles staged in shared memory per warp
                               // (detail::kMmaStripStage), or 0: a ring of registers
+  bool mma_acts = false;      // with mma_strips: the block stages its row tile's activations in shared
+                              // memory (16-row tiles, register ring, 3 blocks per SM)
 };
 
 // A choice of the plan left to it (kAuto) or forced off / on.
@@ -77,6 +84,8 @@ struct GemmForce {
                                       // blocks (kOff)
   Toggle mma_staged = Toggle::kAuto;  // with strip blocks: weight tiles staged in shared memory
                                       // (kOn) or a register ring (kOff)
+  Toggle mma_acts = Toggle::kAuto;    // with strip blocks: activations staged (kOn, where they fit
+                                      // and nothing forced conflicts) or read per group (kOff)
 };
 
 // The plan for a.m rows in mode a.mode with nsplit slices on a device of `sms` multiprocessors;

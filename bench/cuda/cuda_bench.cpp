@@ -482,6 +482,13 @@ Status run_cuda(const Options& opt, std::vector<Case>& out) {
                 v.mma_unbiased = true;
               });
             }
+            // The plan's kernel in the kLean form the product does not run for it.
+            add("mma_otherlean", [](GemmVariant& v) { v.mma_unlean = true; });
+            add("mma_strips_acts", [](GemmVariant& v) {  // the strip blocks with the activations staged
+              v.force.mma = Toggle::kOn;
+              v.force.mma_strips = Toggle::kOn;
+              v.mma_acts = true;
+            });
             // The tensor-core strip blocks: the plan's row tile, the mmas in program order, other
             // depths of the weight ring, and every row tile.
             add("mma_strips", [](GemmVariant& v) {
@@ -522,15 +529,26 @@ Status run_cuda(const Options& opt, std::vector<Case>& out) {
                 v.mma_stage = st;
               });
             }
+            if (m > 8 && m <= 32) {  // the strip blocks' forms before the staged activations
+              add("mma_strips_noacts", [](GemmVariant& v) {
+                v.force.mma = Toggle::kOn;
+                v.force.mma_strips = Toggle::kOn;
+                v.force.mma_acts = Toggle::kOff;
+              });
+              add("mma_plan_noacts", [](GemmVariant& v) { v.force.mma_acts = Toggle::kOff; });
+            }
             if (m > 8 && m <= 32) {  // 16-row strip blocks held to 3 blocks per SM (one wave more often)
               for (int st : {0, 4}) {
-                add(Format("mma_strips16_3blocks_stage%d", st).c_str(), [st](GemmVariant& v) {
-                  v.force.mma = Toggle::kOn;
-                  v.force.mma_strips = Toggle::kOn;
-                  v.force.row_tile = 16;
-                  v.mma_strips_min_blocks = 3;
-                  v.mma_stage = st;
-                });
+                for (bool acts : {false, true}) {
+                  add(Format("mma_strips16_3blocks_stage%d%s", st, acts ? "_acts" : "").c_str(), [st, acts](GemmVariant& v) {
+                    v.force.mma = Toggle::kOn;
+                    v.force.mma_strips = Toggle::kOn;
+                    v.force.row_tile = 16;
+                    v.mma_strips_min_blocks = 3;
+                    v.mma_stage = st;
+                    v.mma_acts = acts;
+                  });
+                }
               }
             }
             for (int rt : {8, 16, 32}) {

@@ -145,20 +145,53 @@ KernelFn mma_strips_ring(tb_prec prec, int mt, int ring) {
 }
 
 // The tensor-core strip kernel of 16 rows held to 3 blocks per SM, register ring (stage 0) or 4
-// tiles staged.
-KernelFn mma_strips_3blocks(tb_prec prec, int mt, int stage) {
+// tiles staged, activations from global memory or staged (kActs).
+template <bool kActs, bool kLean = cuda::detail::kMmaStripsLean>
+KernelFn mma_strips_3blocks_form(tb_prec prec, int stage) {
   using cuda::detail::gemm_mma_strips_kernel;
-  using cuda::detail::kMmaStripDepth;
-  using cuda::detail::kMmaStripRing;
-  constexpr int d = kMmaStripDepth<16>;
-  if (mt != 16) return nullptr;
+  constexpr int d = cuda::detail::kMmaStripDepth<16>, r = cuda::detail::kMmaStripRing;
   if (stage == 0) {
-    return prec == kQ8 ? gemm_mma_strips_kernel<kQ8, 16, false, d, 0, kMmaStripRing, 3>
-                       : gemm_mma_strips_kernel<kQ4, 16, false, d, 0, kMmaStripRing, 3>;
+    return prec == kQ8 ? gemm_mma_strips_kernel<kQ8, 16, false, d, 0, r, 3, kLean, kActs>
+                       : gemm_mma_strips_kernel<kQ4, 16, false, d, 0, r, 3, kLean, kActs>;
   }
   if (stage == 4) {
-    return prec == kQ8 ? gemm_mma_strips_kernel<kQ8, 16, false, d, 4, kMmaStripRing, 3>
-                       : gemm_mma_strips_kernel<kQ4, 16, false, d, 4, kMmaStripRing, 3>;
+    return prec == kQ8 ? gemm_mma_strips_kernel<kQ8, 16, false, d, 4, r, 3, kLean, kActs>
+                       : gemm_mma_strips_kernel<kQ4, 16, false, d, 4, r, 3, kLean, kActs>;
+  }
+  return nullptr;
+}
+
+KernelFn mma_strips_3blocks(tb_prec prec, int mt, int stage, bool acts) {
+  if (mt != 16) return nullptr;
+  return acts ? mma_strips_3blocks_form<true>(prec, stage) : mma_strips_3blocks_form<false>(prec, stage);
+}
+
+// The product's tensor-core strip kernel (its ring, stage and bound) with kLean and kActs as given:
+// the other kLean form, or the block's activations staged.
+template <int MT, int S, bool kLean, bool kActs>
+KernelFn mma_strips_product_form(tb_prec prec) {
+  using cuda::detail::gemm_mma_strips_kernel;
+  constexpr int d = cuda::detail::kMmaStripDepth<MT>, r = cuda::detail::kMmaStripRing;
+  constexpr int mb = cuda::detail::kMmaStripMinBlocks<MT, d>;
+  return prec == kQ8 ? gemm_mma_strips_kernel<kQ8, MT, false, d, S, r, mb, kLean, kActs>
+                     : gemm_mma_strips_kernel<kQ4, MT, false, d, S, r, mb, kLean, kActs>;
+}
+
+template <int S, bool kLean, bool kActs>
+KernelFn mma_strips_product_stage(tb_prec prec, int mt) {
+  switch (mt) {
+    case 8: return mma_strips_product_form<8, S, kLean, kActs>(prec);
+    case 16: return mma_strips_product_form<16, S, kLean, kActs>(prec);
+    case 32: return mma_strips_product_form<32, S, kLean, kActs>(prec);
+  }
+  return nullptr;
+}
+
+template <bool kLean, bool kActs>
+KernelFn mma_strips_product_like(tb_prec prec, int mt, int stage) {
+  if (stage == 0) return mma_strips_product_stage<0, kLean, kActs>(prec, mt);
+  if (stage == cuda::detail::kMmaStripStage) {
+    return mma_strips_product_stage<cuda::detail::kMmaStripStage, kLean, kActs>(prec, mt);
   }
   return nullptr;
 }
@@ -176,10 +209,15 @@ KernelFn mma_strips_staged(tb_prec prec, int mt, int stage) {
 // or not, and the registers held to min_blocks blocks per SM (0: ptxas's choice; -1: the
 // product's): the forms the product does not build (gemm_mma.cu), or nullptr.
 template <int MT>
-KernelFn mma_rows_form(tb_prec prec, int rw, bool biased, int min_blocks) {
+KernelFn mma_rows_form(tb_prec prec, int rw, bool biased, int min_blocks, bool lean) {
   using cuda::detail::mma_rows_kernel;
   constexpr int kProduct = cuda::detail::kMmaRowsMinBlocks<MT>;
   const bool q8 = prec == kQ8;
+  if (!lean) {  // the product's kernel in the other kLean form
+    if (rw != 1 || !biased || min_blocks != -1) return nullptr;
+    return q8 ? mma_rows_kernel<kQ8, MT, true, 1, true, kProduct, !cuda::detail::kMmaRowsLean>()
+              : mma_rows_kernel<kQ4, MT, true, 1, true, kProduct, !cuda::detail::kMmaRowsLean>();
+  }
   if (rw == 2 && biased && min_blocks == 2) {
     return q8 ? mma_rows_kernel<kQ8, MT, true, 2, true, 2>() : mma_rows_kernel<kQ4, MT, true, 2, true, 2>();
   }
@@ -192,11 +230,11 @@ KernelFn mma_rows_form(tb_prec prec, int rw, bool biased, int min_blocks) {
   return nullptr;
 }
 
-KernelFn mma_rows_variant(tb_prec prec, int mt, int rw, bool biased, int min_blocks) {
+KernelFn mma_rows_variant(tb_prec prec, int mt, int rw, bool biased, int min_blocks, bool lean) {
   switch (mt) {
-    case 16: return mma_rows_form<16>(prec, rw, biased, min_blocks);
-    case 32: return mma_rows_form<32>(prec, rw, biased, min_blocks);
-    case 64: return mma_rows_form<64>(prec, rw, biased, min_blocks);
+    case 16: return mma_rows_form<16>(prec, rw, biased, min_blocks, lean);
+    case 32: return mma_rows_form<32>(prec, rw, biased, min_blocks, lean);
+    case 64: return mma_rows_form<64>(prec, rw, biased, min_blocks, lean);
   }
   return nullptr;
 }
@@ -243,10 +281,38 @@ Status launch_gemm_variant(const cuda::DeviceStrips& w, const cuda::GemmLaunch& 
     return Error(TB_INVALID_ARGUMENT, "gemm variant: ordered mmas, other depths and staged tiles exist in the "
                  "tensor-core strip blocks only (mode I8, M >= 2, strip blocks)");
   }
-  if (v.mma_row_warps != 0 || v.mma_unbiased || v.mma_rows_min_blocks != -1) {
+  if (v.mma_strips_min_blocks != 0) {
+    const KernelFn kernel =
+        v.mma_strips_min_blocks == 3 ? mma_strips_3blocks(w.prec, s.row_tile, v.mma_stage, v.mma_acts) : nullptr;
+    if (!kernel || v.mma_ordered || v.mma_depth != 0 || v.mma_ring >= 0 || v.mma_unlean) {
+      return Error(TB_INVALID_ARGUMENT, "gemm variant: strip blocks held to %d blocks per SM exist at 3, for row "
+                   "tile 16 (now %d), with the register ring or 4 staged tiles (now %d), activations staged or "
+                   "not, nothing else", v.mma_strips_min_blocks, s.row_tile, v.mma_stage);
+    }
+    return cuda::detail::launch_mma_strips(w, a, nsplit, kernel, s.row_tile, stream, v.mma_stage, v.mma_acts);
+  }
+  if ((v.mma_unlean || v.mma_acts) && s.mma && s.mma_strips) {
+    constexpr bool kLean = cuda::detail::kMmaStripsLean;
+    const KernelFn kernel = v.mma_unlean && v.mma_acts ? nullptr
+                            : v.mma_unlean && s.mma_acts ? mma_strips_3blocks_form<true, !kLean>(w.prec, 0)
+                            : v.mma_unlean ? mma_strips_product_like<!kLean, false>(w.prec, s.row_tile, s.mma_stage)
+                                           : mma_strips_product_like<kLean, true>(w.prec, s.row_tile, s.mma_stage);
+    if (!kernel || v.mma_ordered || v.mma_depth != 0 || v.mma_stage != 0 || v.mma_ring >= 0 ||
+        v.mma_strips_min_blocks != 0) {
+      return Error(TB_INVALID_ARGUMENT, "gemm variant: the strip blocks in the other kLean form, or with staged activations, "
+                   "exist in the product's form only (one of the two; no other ring, depth, stage or bound)");
+    }
+    return cuda::detail::launch_mma_strips(w, a, nsplit, kernel, s.row_tile, stream, s.mma_stage,
+                                           v.mma_acts || s.mma_acts);
+  }
+  if (v.mma_acts) {
+    return Error(TB_INVALID_ARGUMENT, "gemm variant: staged activations exist in the tensor-core strip blocks only");
+  }
+  if (v.mma_row_warps != 0 || v.mma_unbiased || v.mma_rows_min_blocks != -1 || v.mma_unlean) {
     const int rw = v.mma_row_warps != 0 ? v.mma_row_warps : 1;
     const KernelFn kernel = s.mma && !s.mma_strips && s.all_slices
-                                ? mma_rows_variant(w.prec, s.row_tile, rw, !v.mma_unbiased, v.mma_rows_min_blocks)
+                                ? mma_rows_variant(w.prec, s.row_tile, rw, !v.mma_unbiased, v.mma_rows_min_blocks,
+                                                   !v.mma_unlean)
                                 : nullptr;
     if (!kernel || v.mma_ordered || v.mma_depth != 0 || v.mma_stage != 0 || v.mma_ring >= 0) {
       return Error(TB_INVALID_ARGUMENT, "gemm variant: row-tile blocks with %d warps per strip, %s mmas, held to "
@@ -257,15 +323,6 @@ Status launch_gemm_variant(const cuda::DeviceStrips& w, const cuda::GemmLaunch& 
     }
     return cuda::detail::launch_slice_blocks(w, a, nsplit, kernel, s.row_tile, 1, nsplit, stream,
                                              cuda::detail::kThreads * rw);
-  }
-  if (v.mma_strips_min_blocks != 0) {
-    const KernelFn kernel = v.mma_strips_min_blocks == 3 ? mma_strips_3blocks(w.prec, s.row_tile, v.mma_stage) : nullptr;
-    if (!kernel || v.mma_ordered || v.mma_depth != 0 || v.mma_ring >= 0) {
-      return Error(TB_INVALID_ARGUMENT, "gemm variant: strip blocks held to %d blocks per SM exist at 3, for row "
-                   "tile 16 (now %d), with the register ring or 4 staged tiles (now %d), alone",
-                   v.mma_strips_min_blocks, s.row_tile, v.mma_stage);
-    }
-    return cuda::detail::launch_mma_strips(w, a, nsplit, kernel, s.row_tile, stream, v.mma_stage);
   }
   if (v.mma_ring >= 0) {
     const KernelFn kernel = mma_strips_ring(w.prec, s.row_tile, v.mma_ring);

@@ -19,6 +19,10 @@
 //              memory (cp.async), not in registers
 //   mma_ring   tensor-core strip blocks with the register ring turned another way (rotated by
 //              copies, or the alternating sets refilled early or late)
+//   mma_acts   the plan's tensor-core strip blocks with the row tile's activations of every group
+//              staged in shared memory by the block once
+//   mma_unlean (benchmark column mma_otherlean)  the plan's tensor-core kernel in the form of kLean
+//              the product does not run for it (kMmaStripsLean, kMmaRowsLean)
 //   mma_strips_min_blocks  tensor-core strip blocks of 16 rows held to 3 blocks per SM
 //   mma_row_warps  tensor-core row-tile blocks with two warps per strip (half the rows each),
 //              registers held to two blocks per SM
@@ -64,6 +68,10 @@ struct GemmVariant {
                               // cuda::detail::MmaRing (rotate, early, late)
   int mma_strips_min_blocks = 0;  // tensor-core strip blocks, 16 rows: 0 (the product's, 2) or 3 blocks per
                                   // SM (registers held to 85), register ring or mma_stage 4
+  bool mma_acts = false;      // tensor-core strip blocks (the plan's form): the block's activations
+                              // staged in shared memory once
+  bool mma_unlean = false;     // tensor-core kernels (the plan's, strips or row tiles) in the other form
+                              // of kLean than the product's (cuda::detail::kMmaStripsLean, kMmaRowsLean)
   // Tensor-core row-tile blocks (mode I8, M >= 2, every slice per block; force.mma_strips = kOff).
   int mma_row_warps = 0;      // 0: the product's; 2 (with mma_rows_min_blocks 2): two warps per strip,
                               // each half the row tile (16, 32, 64)
