@@ -136,7 +136,7 @@ TEST_CASE("cuda gemm plan, mode I8 on 132 SMs: tensor cores for every M > 1: str
   CHECK(describe(s) == "tensor-core strip blocks, row tile 32");
 }
 
-TEST_CASE("cuda gemm plan: 16-row strip blocks stage their activations only where three such blocks fit an SM's shared memory and the blocks cover every SM; forced off, or a forced form without them, gives the other forms") {
+TEST_CASE("cuda gemm plan: 16-row strip blocks stage their activations only where three such blocks fit an SM's shared memory and the blocks fill the GPU twice; forced off, or a forced form without them, gives the other forms") {
   // K = 2048: 34.8 KiB of slots and outputs + 36 KiB of activations, three blocks in 228 KiB.
   CHECK(plan(12288, 2048, 16, TB_ACT_I8).mma_acts);
   CHECK(plan(12288, 2304, 16, TB_ACT_I8).mma_acts);
@@ -146,9 +146,11 @@ TEST_CASE("cuda gemm plan: 16-row strip blocks stage their activations only wher
     CHECK_FALSE(s.mma_acts);
     CHECK(describe(s) == "tensor-core strip blocks, row tile 8, staged");
   }
-  // 2048 columns: 64 strip blocks do not cover 132 SMs.
+  // 2048 and 6144 columns: 64 and 192 strip blocks do not fill 132 SMs twice.
   CHECK_FALSE(plan(2048, 2048, 16, TB_ACT_I8).mma_acts);
-  CHECK(plan(2048, 2048, 16, TB_ACT_I8, 64).mma_acts);
+  CHECK_FALSE(plan(6144, 2048, 16, TB_ACT_I8).mma_acts);
+  CHECK(plan(6144, 2048, 16, TB_ACT_I8, 96).mma_acts);
+  CHECK(plan(2048, 2048, 16, TB_ACT_I8, 32).mma_acts);
   // Up to 8 rows the 8-row tiles stay (no activations staged) unless forced.
   CHECK_FALSE(plan(12288, 2048, 8, TB_ACT_I8).mma_acts);
   cuda::GemmLaunch a;

@@ -19,9 +19,9 @@
 //     registers otherwise (gate_up up to 8 rows: one wave, where the staged form was slower).
 //     From 9 to 32 rows the strip blocks take 16-row tiles that stage the row tile's activations
 //     in shared memory once, with the register ring, held to 3 blocks per SM, where three such
-//     blocks' shared memory fits an SM and the blocks cover every SM (gate_up, lm_head at K =
-//     2048); at 9-16 rows they then run even where row-tile blocks would fill the GPU twice
-//     (lm_head M = 16: 125.7 vs 150.8 us).
+//     blocks' shared memory fits an SM and the blocks fill the GPU twice (gate_up, lm_head at K =
+//     2048; not gate's 192); at 9-16 rows they then run even where row-tile blocks would fill the
+//     GPU twice (lm_head M = 16: 125.7 vs 150.8 us).
 //     The dp4a slice blocks run where the tensor cores do not (older devices, or forced). The
 //     rules below are then mode F32's, and I8's where the tensor cores do not run.
 //   - Prefill rows per block: 16 on vocabulary-sized outputs (np > 65536), 8 otherwise (a larger
