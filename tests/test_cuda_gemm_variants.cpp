@@ -2,9 +2,12 @@
 // reference, bit for bit: the benchmark times them against the product's schedule, and a time
 // only means something if the bits are right too. Runs only where a CUDA device is present (ctest
 // entry "gpu"; SKIPPED elsewhere); compiled where the benchmark's CUDA variants are built.
+// TWINBIT_VARIANT_FILTER=TEXT keeps only the variants whose name contains TEXT (a sanitizer run
+// over a few kernels: compute-sanitizer --tool racecheck twinbit_tests --test-case='*variant*').
 #include <doctest/doctest.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 
 #include "core/op_checks.h"
@@ -264,12 +267,12 @@ TEST_CASE("gpu gemm every benchmark variant (bench/cuda/gemm_variants.h) equals 
          v.mma_strips_min_blocks = 3;
          v.mma_acts = true;
        }, false},
-      {"prefill: mma strips, activations forced off, M 16", 16, kAuto, [](GemmVariant& v) {
+      {"prefill: mma strips, activations forced off (staged on no shape here: a check of the toggle), M 16", 16, kAuto, [](GemmVariant& v) {
          v.force.mma = Toggle::kOn;
          v.force.mma_strips = Toggle::kOn;
          v.force.mma_acts = Toggle::kOff;
        }, false},
-      {"prefill: mma strips, activations forced on, M 4", 4, kAuto, [](GemmVariant& v) {
+      {"prefill: mma strips, activations forced on where they do not fit (the plan's other form), M 4", 4, kAuto, [](GemmVariant& v) {
          v.force.mma = Toggle::kOn;
          v.force.mma_strips = Toggle::kOn;
          v.force.mma_acts = Toggle::kOn;
@@ -311,6 +314,8 @@ TEST_CASE("gpu gemm every benchmark variant (bench/cuda/gemm_variants.h) equals 
   cudaStream_t stream = nullptr;
   REQUIRE(cudaStreamCreate(&stream) == cudaSuccess);
   int64_t calls = 0;
+  const char* filter = std::getenv("TWINBIT_VARIANT_FILTER");
+  const auto chosen = [&](const Variant& v) { return !filter || std::string(v.name).find(filter) != std::string::npos; };
   const int64_t shapes[][2] = {{1000, 2048}, {257, 6144}};
   for (tb_prec prec : {TB_PREC_Q8, TB_PREC_Q4}) {
     for (const auto& nk : shapes) {
@@ -332,7 +337,7 @@ TEST_CASE("gpu gemm every benchmark variant (bench/cuda/gemm_variants.h) equals 
       for (tb_act_mode mode : {TB_ACT_F32, TB_ACT_I8}) {
         const auto want = reference(mode, max_m, h.view, a);
         for (const Variant& v : variants) {
-          if (v.q8_f32_only && (prec != TB_PREC_Q8 || mode != TB_ACT_F32)) continue;
+          if (!chosen(v) || (v.q8_f32_only && (prec != TB_PREC_Q8 || mode != TB_ACT_F32))) continue;
           const bool tensor_cores = std::string(v.name).find("mma") != std::string::npos;
           if (tensor_cores && mode != TB_ACT_I8) continue;  // integer mma: mode I8 only
           cuda::GemmLaunch l;
@@ -355,14 +360,16 @@ TEST_CASE("gpu gemm every benchmark variant (bench/cuda/gemm_variants.h) equals 
           REQUIRE(cudaMemcpy(got.data(), dy.p, got.size() * 4, cudaMemcpyDeviceToHost) == cudaSuccess);
           ++calls;
           CHECK_MESSAGE(bit_diff(want.data(), got.data(), v.m * n).first == 0,
-                        v.name << ", " << std::string(prec_name(prec)) << " " << std::string(act_mode_name(mode))
+                        std::string(v.name) << ", " << std::string(prec_name(prec)) << " " << std::string(act_mode_name(mode))
                                << " N=" << n << " K=" << k << " M=" << v.m << " (ng " << ng << ")");
         }
       }
     }
   }
   cudaStreamDestroy(stream);
-  MESSAGE("benchmark variants: " << calls << " launches compared with the reference");
+  MESSAGE("benchmark variants: " << calls << " launches compared with the reference"
+          << (filter ? " (TWINBIT_VARIANT_FILTER=" + std::string(filter) + ")" : std::string()));
+  if (filter) CHECK_MESSAGE(calls > 0, "TWINBIT_VARIANT_FILTER=" << filter << " matches no variant");
 }
 
 }  // TEST_SUITE

@@ -657,6 +657,20 @@ Status run_cuda(const Options& opt, std::vector<Case>& out) {
             });
             if (!same_w.ok()) return same_w.status();
             c.note += Format("peer_method_us=%.2f ", *same_w);
+            // The same sequence as one CUDA graph, as the peer's perf mode runs it (graphs on):
+            // 20 quantise + gemm pairs captured, replayed; µs per pair.
+            constexpr int kGraphPairs = 20;
+            GraphGuard graph;
+            TB_RETURN_IF_ERROR(capture(s, [&]() -> Status {
+              for (int i = 0; i < kGraphPairs; ++i) {
+                TB_RETURN_IF_ERROR(cuda::launch_quantize_i8(q, s));
+                TB_RETURN_IF_ERROR(cuda::launch_gemm(devs[0], base_launch(), s));
+              }
+              return Status();
+            }, graph));
+            auto graph_us = time_graph(graph.exec, s, std::max(5, reps / 2));
+            if (!graph_us.ok()) return graph_us.status();
+            c.note += Format("peer_method_graph_us=%.2f ", *graph_us / kGraphPairs);
           }
           if (mode == TB_ACT_F32 && prec == TB_PREC_Q8) {
             // The offload round trip through the public API (pinned staging, one sync per call).

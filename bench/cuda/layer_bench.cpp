@@ -154,34 +154,6 @@ struct DeviceCalls {
   tb_cuda_quantize_i8_device_fn quantize = nullptr;
 };
 
-// Device time (µs) of one graph replay, median over reps (time_events).
-Result<double> time_graph(cudaGraphExec_t exec, cudaStream_t s, int reps) {
-  return time_events(s, 3, reps, [&](int) -> Status {
-    TB_CUDA_TRY(cudaGraphLaunch(exec, s));
-    return Status();
-  });
-}
-
-struct GraphGuard {
-  cudaGraph_t graph = nullptr;
-  cudaGraphExec_t exec = nullptr;
-  ~GraphGuard() {
-    if (exec) cudaGraphExecDestroy(exec);
-    if (graph) cudaGraphDestroy(graph);
-  }
-};
-
-// Captures `enqueue` (the step's device calls on s) into a graph and instantiates it.
-Status capture(cudaStream_t s, const std::function<Status()>& enqueue, GraphGuard& g) {
-  TB_CUDA_TRY(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
-  const Status enq = enqueue();
-  const cudaError_t end = cudaStreamEndCapture(s, &g.graph);  // always end the capture
-  TB_RETURN_IF_ERROR(enq);
-  TB_CUDA_TRY(end);
-  TB_CUDA_TRY(cudaGraphInstantiate(&g.exec, g.graph, 0));
-  return Status();
-}
-
 }  // namespace
 
 Status run_layer(const Options& opt, const Backend& cuda, cudaStream_t s, size_t l2, double copy_gbps,

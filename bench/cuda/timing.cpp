@@ -37,6 +37,28 @@ Result<double> time_events(cudaStream_t s, int warmup, int reps, const std::func
   return median(us);
 }
 
+GraphGuard::~GraphGuard() {
+  if (exec) cudaGraphExecDestroy(exec);
+  if (graph) cudaGraphDestroy(graph);
+}
+
+Status capture(cudaStream_t s, const std::function<Status()>& enqueue, GraphGuard& g) {
+  TB_CUDA_TRY(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+  const Status enq = enqueue();
+  const cudaError_t end = cudaStreamEndCapture(s, &g.graph);  // always end the capture
+  TB_RETURN_IF_ERROR(enq);
+  TB_CUDA_TRY(end);
+  TB_CUDA_TRY(cudaGraphInstantiate(&g.exec, g.graph, 0));
+  return Status();
+}
+
+Result<double> time_graph(cudaGraphExec_t exec, cudaStream_t s, int reps) {
+  return time_events(s, 3, reps, [&](int) -> Status {
+    TB_CUDA_TRY(cudaGraphLaunch(exec, s));
+    return Status();
+  });
+}
+
 Result<double> time_host(int warmup, int reps, const std::function<Status()>& call) {
   for (int i = 0; i < warmup; ++i) TB_RETURN_IF_ERROR(call());
   std::vector<double> us(reps);

@@ -23,6 +23,23 @@ unsigned hold_us(int launches);
 // batch of 16.
 Result<double> time_events(cudaStream_t s, int warmup, int reps, const std::function<Status(int)>& launch);
 
+// A captured CUDA graph and its instance, destroyed with the guard.
+struct GraphGuard {
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  GraphGuard() = default;
+  GraphGuard(const GraphGuard&) = delete;
+  GraphGuard& operator=(const GraphGuard&) = delete;
+  ~GraphGuard();
+};
+
+// Captures `enqueue` (device work on s) into a graph and instantiates it; the capture is ended
+// whatever `enqueue` returns.
+Status capture(cudaStream_t s, const std::function<Status()>& enqueue, GraphGuard& g);
+
+// Device time (µs) of one replay of `exec`, median over reps (time_events).
+Result<double> time_graph(cudaGraphExec_t exec, cudaStream_t s, int reps);
+
 // Host wall time (µs) of `call()`, median over reps after `warmup` untimed calls.
 Result<double> time_host(int warmup, int reps, const std::function<Status()>& call);
 
