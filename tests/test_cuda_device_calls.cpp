@@ -15,7 +15,10 @@
 #include <string>
 #include <vector>
 
+#include "backends/cuda/cuda_backend.h"
 #include "backends/cuda/device_calls.h"
+#include "backends/cuda/gemm_kernels.h"
+#include "backends/cuda/quantize_kernels.h"
 #include "core/numerics.h"
 #include "core/op_checks.h"
 #include "tests/test_c_api_util.h"
@@ -395,6 +398,83 @@ TEST_CASE("gpu gemm_device captured in a CUDA graph (global capture mode) and re
     }
     cudaGraphExecDestroy(exec);
     cudaGraphDestroy(graph);
+  }
+  cudaStreamDestroy(s);
+}
+
+TEST_CASE("gpu quantise + gemm pairs back to back on one stream, every pair's codes in the same buffers, equal reference bits: the tensor-core gemm starts during the quantiser (dependent launch) and must still read the new codes; q8, N8448 K1024, M 2 and 24") {
+  auto cuda = cuda_or_skip();
+  if (!cuda) return;
+  const DeviceCalls calls(*cuda);
+  REQUIRE(calls.all());
+  cudaStream_t s = nullptr;
+  REQUIRE(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) == cudaSuccess);
+  // 8 slices, 264 strips: 8-row strip blocks at M 2; at M 24 (on 132 SMs) 16-row blocks staging
+  // their activations, two strips each.
+  HostStrips h = random_strips(TB_PREC_Q8, 8448, 1024, 611);
+  auto b = cuda->bind(strips_view(h));
+  REQUIRE(b.ok());
+  Workspace ws{calls};
+  REQUIRE(make_workspace(calls, {b->handle()}, 24, ws).ok());
+  const int64_t n = h.view.n, k = h.view.k;
+  constexpr int kPairs = 4;
+  for (int64_t m : {2, 24}) {
+    DeviceCase shared(m, k, n);  // the codes and scales every pair writes, then reads
+    std::vector<std::unique_ptr<DeviceCase>> pairs;
+    std::vector<Activations> acts;
+    for (int i = 0; i < kPairs; ++i) {
+      pairs.push_back(std::make_unique<DeviceCase>(m, k, n));
+      acts.push_back(make_activations(m, k, 700 + 13 * i + m));
+      upload(pairs.back()->x, acts.back().x);
+    }
+    std::vector<std::vector<float>> want;
+    for (int i = 0; i < kPairs; ++i) want.push_back(reference(TB_ACT_I8, m, h.view, acts[i]));
+    const auto check = [&](const char* how) {
+      REQUIRE(cudaStreamSynchronize(s) == cudaSuccess);
+      for (int i = 0; i < kPairs; ++i) {
+        const auto got = download(pairs[i]->y, want[i].size());
+        const auto diff = bit_diff(want[i].data(), got.data(), static_cast<int64_t>(want[i].size()));
+        CHECK_MESSAGE(diff.first == 0, how << ", pair " << i << " M=" << m << ": " << diff.first
+                                           << " floats differ, first at " << diff.second);
+        REQUIRE(cudaMemset(pairs[i]->y.p, 0xff, want[i].size() * 4) == cudaSuccess);
+      }
+    };
+    for (int i = 0; i < kPairs; ++i) {  // the public device calls
+      const tb_quantize_args q{m, k, pairs[i]->x.as<float>(), k, shared.xq.as<int8_t>(), k, shared.xd.as<float>(), k / 32};
+      REQUIRE(quantize_on(calls, q, s).ok());
+      tb_gemm_args a = shared.args(TB_ACT_I8, m, k, n);
+      a.y = pairs[i]->y.as<float>();
+      REQUIRE(gemm_on(calls, b->handle(), ws.ws, a, s).ok());
+    }
+    check("device calls");
+    // The launches beneath them, the gemm allowed to start when the quantiser's blocks start or
+    // when they end.
+    cuda::DeviceStrips dev;
+    REQUIRE(cuda::device_strips(cuda->raw(), b->handle(), &dev).ok());
+    for (bool at_start : {true, false}) {
+      for (int i = 0; i < kPairs; ++i) {
+        cuda::QuantizeLaunch q;
+        q.m = m;
+        q.k = k;
+        q.x = pairs[i]->x.as<float>();
+        q.ldx = k;
+        q.xq = shared.xq.as<int8_t>();
+        q.ldxq = k;
+        q.xd = shared.xd.as<float>();
+        q.ldxd = k / 32;
+        q.dependents_at_start = at_start;
+        REQUIRE(cuda::launch_quantize_i8(q, s).ok());
+        cuda::GemmLaunch g;
+        g.mode = TB_ACT_I8;
+        g.m = m;
+        g.xq = shared.xq.as<int8_t>();
+        g.xd = shared.xd.as<float>();
+        g.y = pairs[i]->y.as<float>();
+        const Status st = cuda::launch_gemm(dev, g, s);
+        REQUIRE_MESSAGE(st.ok(), st.to_string());
+      }
+      check(at_start ? "dependents at the quantiser's start" : "dependents at its end");
+    }
   }
   cudaStreamDestroy(s);
 }

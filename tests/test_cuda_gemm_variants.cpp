@@ -287,6 +287,16 @@ TEST_CASE("gpu gemm every benchmark variant (bench/cuda/gemm_variants.h) equals 
          v.force.mma_strips = Toggle::kOn;
          v.mma_acts = true;
        }, false},
+      {"prefill: mma strips, 4 warps per strip, M 6", 6, kAuto, [](GemmVariant& v) {
+         v.force.mma = Toggle::kOn;
+         v.force.mma_strips = Toggle::kOn;
+         v.mma_ways = 4;
+       }, false},
+      {"prefill: mma strips, 2 warps per strip, M 30", 30, kAuto, [](GemmVariant& v) {
+         v.force.mma = Toggle::kOn;
+         v.force.mma_strips = Toggle::kOn;
+         v.mma_ways = 2;
+       }, false},
       {"prefill: mma strips, activations staged, row tile 16, M 29", 29, kAuto, [](GemmVariant& v) {
          v.force.mma = Toggle::kOn;
          v.force.mma_strips = Toggle::kOn;

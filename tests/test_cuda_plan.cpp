@@ -41,7 +41,8 @@ GemmSchedule plan(int64_t n, int64_t k, int64_t m, tb_act_mode mode, int64_t sms
 std::string describe(const GemmSchedule& s) {
   if (s.mma && s.mma_strips) {
     return "tensor-core strip blocks, row tile " + std::to_string(s.row_tile) + (s.mma_stage > 0 ? ", staged" : "") +
-           (s.mma_acts ? ", activations staged" : "");
+           (s.mma_acts ? ", activations staged" : "") +
+           (s.mma_ways > 0 ? ", " + std::to_string(s.mma_ways) + " warps per strip" : "");
   }
   if (s.mma) {
     return "tensor cores, row tile " + std::to_string(s.row_tile) + ", " +
@@ -73,7 +74,7 @@ TEST_CASE("cuda gemm plan on 132 SMs: decode of q/o, k/v, qkv runs strip blocks;
   CHECK(plan(151936, 2048, 1, TB_ACT_F32, 132, DecodePath::kStripBlocks).strip_blocks);
 }
 
-TEST_CASE("cuda gemm plan on 132 SMs, M32: F32 lm_head two strips per warp in row tiles of 16, one slice; gate_up every slice with rows inside; q/o one slice, rows outside. I8: lm_head on row-tile tensor cores in one tile of 32 rows, every slice; gate_up tensor-core strip blocks of 16 rows staging their activations") {
+TEST_CASE("cuda gemm plan on 132 SMs, M32: F32 lm_head two strips per warp in row tiles of 16, one slice; gate_up every slice with rows inside; q/o one slice, rows outside. I8: lm_head on row-tile tensor cores in one tile of 32 rows, every slice; gate_up tensor-core strip blocks of 16 rows staging their activations, two strips a block") {
   GemmSchedule s = plan(151936, 2048, 32, TB_ACT_F32);
   CHECK(describe(s) == "row tile 16, 2 strips per warp, one slice, rows outside");
   s = plan(151936, 2048, 32, TB_ACT_I8);
@@ -81,7 +82,7 @@ TEST_CASE("cuda gemm plan on 132 SMs, M32: F32 lm_head two strips per warp in ro
   s = plan(12288, 2048, 32, TB_ACT_F32);
   CHECK(describe(s) == "row tile 8, 1 strips per warp, every slice, rows inside");
   s = plan(12288, 2048, 32, TB_ACT_I8);
-  CHECK(describe(s) == "tensor-core strip blocks, row tile 16, activations staged");
+  CHECK(describe(s) == "tensor-core strip blocks, row tile 16, activations staged, 4 warps per strip");
   s = plan(2048, 2048, 32, TB_ACT_F32);
   CHECK(describe(s) == "row tile 8, 1 strips per warp, one slice, rows outside");
 }
@@ -96,7 +97,8 @@ TEST_CASE("cuda gemm plan, mode I8 on 132 SMs: tensor cores for every M > 1: str
     // 384 strips of 16 slices: one block each per row tile; one wave (3 blocks per SM of 8-row
     // tiles) up to 8 rows, then 16-row tiles staging their activations (3 blocks per SM).
     CHECK(describe(plan(12288, 2048, m, TB_ACT_I8)) ==
-          std::string("tensor-core strip blocks, row tile ") + (m <= 8 ? "8" : "16, activations staged"));
+          std::string("tensor-core strip blocks, row tile ") +
+              (m <= 8 ? "8" : m <= 16 ? "16, activations staged" : "16, activations staged, 4 warps per strip"));
   }
   for (int64_t m : {2, 5, 8}) CHECK(describe(plan(151936, 2048, m, TB_ACT_I8)) == "tensor-core strip blocks, row tile 8, staged");
   for (int64_t m : {9, 16}) {
@@ -134,6 +136,49 @@ TEST_CASE("cuda gemm plan, mode I8 on 132 SMs: tensor cores for every M > 1: str
   force.mma_staged = cuda::Toggle::kOff;
   s = cuda::plan_gemm(strips_of(TB_PREC_Q8, 151936, 2048), a, split_plan(151936, 2048), 132, force);
   CHECK(describe(s) == "tensor-core strip blocks, row tile 32");
+}
+
+TEST_CASE("cuda gemm plan: past 16 rows the strip blocks that stage activations take two strips (4 warps each) where three such blocks still fit an SM") {
+  // gate_up (16 slices): 8 warps per strip at 16 rows, 4 from 17 rows on.
+  CHECK(describe(plan(12288, 2048, 16, TB_ACT_I8)) == "tensor-core strip blocks, row tile 16, activations staged");
+  for (int64_t m : {17, 24, 32}) {
+    CHECK(describe(plan(12288, 2048, m, TB_ACT_I8)) ==
+          "tensor-core strip blocks, row tile 16, activations staged, 4 warps per strip");
+  }
+  // K = 2304: one strip's blocks fit three to an SM (77.3 KiB each with the reserve), two strips'
+  // (79.4 KiB) do not.
+  CHECK(describe(plan(12288, 2304, 32, TB_ACT_I8)) == "tensor-core strip blocks, row tile 16, activations staged");
+  // lm_head (4 slices) already runs 4 warps per strip and stages nothing past 16 rows.
+  CHECK(plan(151936, 2048, 32, TB_ACT_I8).mma_ways == 0);
+  // The launch refuses warps per strip that exceed the slices or leave a block's warps unused
+  // (before it touches a device).
+  cuda::GemmLaunch a;
+  a.mode = TB_ACT_I8;
+  a.m = 32;
+  const cuda::DeviceStrips w = strips_of(TB_PREC_Q8, 12288, 2048);
+  const auto kernel = cuda::detail::mma_strips_kernel(TB_PREC_Q8, 16);
+  REQUIRE((kernel != nullptr));
+  for (int ways : {3, 16, -1}) {
+    const Status st = cuda::detail::launch_mma_strips(w, a, split_plan(12288, 2048), kernel, 16, nullptr, 0, false, ways);
+    CHECK(st.code() == TB_INTERNAL);
+    CHECK(st.to_string().find("warps per strip") != std::string::npos);
+  }
+  const Status few = cuda::detail::launch_mma_strips(w, a, 2, kernel, 16, nullptr, 0, false, 4);  // 2 slices
+  CHECK(few.code() == TB_INTERNAL);
+}
+
+TEST_CASE("cuda gemm plan: strip blocks start during the kernel before them (dependent launch) where they are two per SM or more and one strip each; never the other kernels") {
+  CHECK(plan(12288, 2048, 2, TB_ACT_I8).overlap_previous);     // gate_up: 384 blocks
+  CHECK(plan(12288, 2048, 16, TB_ACT_I8).overlap_previous);
+  CHECK_FALSE(plan(12288, 2048, 32, TB_ACT_I8).overlap_previous);  // two strips a block
+  CHECK(plan(151936, 2048, 8, TB_ACT_I8).overlap_previous);    // lm_head
+  CHECK(plan(6144, 2048, 16, TB_ACT_I8).overlap_previous);     // gate: two 8-row tiles, 384 blocks
+  CHECK_FALSE(plan(2048, 2048, 16, TB_ACT_I8).overlap_previous);   // q/o: 128 blocks
+  CHECK_FALSE(plan(2048, 6144, 16, TB_ACT_I8).overlap_previous);   // down: 128 blocks
+  CHECK_FALSE(plan(4096, 2048, 32, TB_ACT_I8).overlap_previous);  // qkv: 256 blocks, under 2 x 132
+  CHECK_FALSE(plan(151936, 2048, 32, TB_ACT_I8).overlap_previous);  // row-tile blocks
+  CHECK_FALSE(plan(12288, 2048, 1, TB_ACT_I8).overlap_previous);    // decode
+  CHECK_FALSE(plan(12288, 2048, 8, TB_ACT_F32).overlap_previous);
 }
 
 TEST_CASE("cuda gemm plan: 16-row strip blocks stage their activations only where three such blocks fit an SM's shared memory and the blocks fill the GPU twice; forced off, or a forced form without them, gives the other forms") {

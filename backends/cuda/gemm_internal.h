@@ -39,6 +39,7 @@ struct Params {
   int slices_per_block;     // consecutive slices one block runs (fills the GPU in one wave)
   int gbase, grem;          // slice_begin's terms, ngroups / nsplit and ngroups % nsplit (a division
                             // on the device is a subroutine call)
+  int strip_ways;           // tensor-core strip blocks: warps per strip (launch_mma_strips sets it)
 };
 
 // The tensor-core kernels' product forms of kLean (slice bounds from gbase / grem, and a packed NaN
@@ -122,8 +123,10 @@ constexpr size_t mma_strips_smem_bytes(int mt, int strips, int stage = 0, tb_pre
 // benchmark instantiation of gemm_mma_strips.cuh) over row tiles of mt rows on `stream`; `stage`
 // is the kernel's kStage (shared-memory tile slots per warp, 0 for the register ring).
 // `acts`: the kernel stages the block's activations (kActs), so the launch adds their shared memory.
+// `ways`: warps per strip, 0 for the product's min(nsplit, 8) (fewer, dividing 8: more strips per
+// block, each warp more slices in turn).
 Status launch_mma_strips(const DeviceStrips& w, const GemmLaunch& a, int64_t nsplit, KernelFn kernel, int mt,
-                         cudaStream_t stream, int stage = 0, bool acts = false);
+                         cudaStream_t stream, int stage = 0, bool acts = false, int ways = 0);
 // Threads per block of the tensor-core kernel of row tile mt (kThreads, or twice that at 64 rows:
 // two warps per strip split the rows).
 int mma_threads(int mt);
@@ -148,6 +151,8 @@ Status check_launch(const DeviceStrips& w, const GemmLaunch& a);
 Result<int64_t> device_sms();
 // Whether the current device has integer mma (compute capability 8.0 or newer), asked once.
 Result<bool> device_has_int_mma();
+// Whether the current device runs programmatic dependent launches (9.0 or newer; dependent_launch.cuh).
+Result<bool> device_has_dependent_launch();
 // Blocks of `kernel` (kThreads per block) resident on the whole device at once (one "wave"),
 // from the device's own occupancy answer; asked once per kernel.
 Result<int64_t> resident_blocks(KernelFn kernel);

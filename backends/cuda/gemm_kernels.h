@@ -108,6 +108,9 @@ struct GemmLaunch {
 
   DecodePath decode = DecodePath::kAuto;  // decode (M = 1): the plan's choice, or a forced one
                                           // (both kernels are the product's; same bits)
+  bool overlap_previous = true;  // tensor-core strip blocks on sm_90+, where the plan finds it
+                                 // pays: start while the previous kernel in the stream runs
+                                 // (dependent_launch.cuh); off: after it
 };
 
 // Most rows one launch takes (row tiles index the grid; callers loop over larger M).

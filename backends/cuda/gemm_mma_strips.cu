@@ -65,12 +65,16 @@ KernelFn mma_strips_kernel(tb_prec prec, int mt, int stage, bool acts) {
 }
 
 Status launch_mma_strips(const DeviceStrips& w, const GemmLaunch& a, int64_t nsplit, KernelFn kernel, int mt,
-                         cudaStream_t stream, int stage, bool acts) {
-  if (!kernel || (mt != 8 && mt != 16 && mt != 32) || nsplit < 1 || a.m < 2 || stage < 0 || stage > 16) {
+                         cudaStream_t stream, int stage, bool acts, int ways) {
+  const int64_t most_ways = std::min<int64_t>(nsplit, kMmaStripWarps);
+  if (ways == 0) ways = static_cast<int>(most_ways);
+  if (!kernel || (mt != 8 && mt != 16 && mt != 32) || nsplit < 1 || a.m < 2 || stage < 0 || stage > 16 ||
+      ways < 1 || ways > most_ways || (ways < most_ways && kMmaStripWarps % ways != 0)) {
     return Error(TB_INTERNAL, "gemm tensor-core strip launch: %s kernel, row tile %d, %lld slices, "
-                 "%lld rows, %d staged tiles (expected a kernel, row tile 8, 16 or 32, nsplit >= 1, M >= 2, "
-                 "0 .. 16 staged tiles)", kernel ? "a" : "no", mt, static_cast<long long>(nsplit),
-                 static_cast<long long>(a.m), stage);
+                 "%lld rows, %d staged tiles, %d warps per strip (expected a kernel, row tile 8, 16 or 32, "
+                 "nsplit >= 1, M >= 2, 0 .. 16 staged tiles, min(nsplit, 8) warps per strip or fewer that "
+                 "divide 8)", kernel ? "a" : "no", mt, static_cast<long long>(nsplit),
+                 static_cast<long long>(a.m), stage, ways);
   }
   // cp.async moves 16-byte pieces: staged tiles need 16-byte aligned codes and scales.
   if (stage > 0 && (reinterpret_cast<uintptr_t>(w.codes) % 16 != 0 || reinterpret_cast<uintptr_t>(w.scales) % 16 != 0)) {
@@ -79,7 +83,7 @@ Status launch_mma_strips(const DeviceStrips& w, const GemmLaunch& a, int64_t nsp
                  static_cast<const void*>(w.scales));
   }
   const int64_t nstrips = w.np / 32, ngroups = w.kp / 32;
-  const int64_t ways = std::min<int64_t>(nsplit, kMmaStripWarps), strips = kMmaStripWarps / ways;
+  const int64_t strips = kMmaStripWarps / ways;
   const int64_t row_tiles = ceil_div(a.m, mt);
   const int64_t strip_blocks = ceil_div(nstrips, strips);
   const int64_t blocks = strip_blocks * row_tiles;
@@ -92,7 +96,7 @@ Status launch_mma_strips(const DeviceStrips& w, const GemmLaunch& a, int64_t nsp
   }
   const size_t smem = mma_strips_smem_bytes(mt, static_cast<int>(strips), stage, w.prec, acts ? ngroups : 0);
   int device = 0, max_smem = 0;
-  if (acts) {  // only the benchmark's activation staging grows with K
+  if (acts) {  // the activations' staging grows with K: past the device's shared memory, say so
     TB_CUDA_TRY(cudaGetDevice(&device));
     TB_CUDA_TRY(cudaDeviceGetAttribute(&max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
   }
@@ -102,9 +106,12 @@ Status launch_mma_strips(const DeviceStrips& w, const GemmLaunch& a, int64_t nsp
                  acts ? ", the activations of every group" : "", max_smem);
   }
   TB_RETURN_IF_ERROR(allow_smem(kernel, smem));
-  const Params p = gemm_params(w, a, nsplit, strip_blocks, row_tiles, nsplit);
-  kernel<<<static_cast<unsigned>(blocks), kMmaStripThreads, smem, stream>>>(p);
-  TB_CUDA_TRY(cudaGetLastError());
+  Params p = gemm_params(w, a, nsplit, strip_blocks, row_tiles, nsplit);
+  p.strip_ways = ways;
+  auto overlap = device_has_dependent_launch();
+  if (!overlap.ok()) return overlap.status();
+  TB_CUDA_TRY(launch_after_previous(a.overlap_previous && *overlap, kernel, static_cast<unsigned>(blocks),
+                                    kMmaStripThreads, smem, stream, p));
   return Status();
 }
 

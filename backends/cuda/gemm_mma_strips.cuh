@@ -11,7 +11,7 @@
 //
 // MAPPING. A block of 8 warps owns `strips` = 8 / ways adjacent strips and a tile of MT rows
 // (8, 16 or 32; row tile fastest in the grid, so the tiles of a strip read its weights from L2);
-// ways = min(nsplit, 8) warps per strip. In round r, warp `way` of a strip computes slice
+// ways = min(nsplit, 8) warps per strip (the launch's choice; the benchmark tries fewer). In round r, warp `way` of a strip computes slice
 // z = r * ways + way: per group one 1 KiB (q8) weight tile, two m16n8k32 mmas per 8-row tile
 // (gemm_mma.cuh), and the float step of the contract per (column, row, group) in ascending g on
 // the CUDA cores: three instructions, as the mma's accumulators start at the bits of 1.5 * 2^23
@@ -27,6 +27,7 @@
 
 #include <cstdint>
 
+#include "backends/cuda/dependent_launch.cuh"
 #include "backends/cuda/device_numerics.cuh"
 #include "backends/cuda/gemm_internal.h"
 #include "backends/cuda/gemm_mma.cuh"
@@ -69,7 +70,7 @@ __global__ void __launch_bounds__(kMmaStripThreads, kMinBlocks) gemm_mma_strips_
   extern __shared__ __align__(16) float smem[];
   const int warp = static_cast<int>(threadIdx.x >> 5), lane = static_cast<int>(threadIdx.x & 31);
   const int gid = lane >> 2, tig = lane & 3;
-  const int ways = min(p.nsplit, kMmaStripWarps), strips = kMmaStripWarps / ways;
+  const int ways = p.strip_ways, strips = kMmaStripWarps / ways;
   const int mt = static_cast<int>(blockIdx.x % static_cast<unsigned>(p.row_tiles));
   const int sb = static_cast<int>(blockIdx.x / static_cast<unsigned>(p.row_tiles));
   const int ls = warp / ways, way = warp % ways;
@@ -149,16 +150,41 @@ __global__ void __launch_bounds__(kMmaStripThreads, kMinBlocks) gemm_mma_strips_
     }
   }
 
+  // Launched after the quantiser (launch_mma_strips): the weight tiles above are in flight; the
+  // activations and the outputs wait for the kernel before this one.
+  griddep_wait();
+
   if constexpr (kActs) {  // with the first weight tiles in flight
-    for (int i = static_cast<int>(threadIdx.x); i < p.ngroups * kJ * 32; i += kMmaStripThreads) {
-      const int l = i & 31, j = (i >> 5) % kJ, g = (i >> 5) / kJ;
-      const int r = j * 8 + (l >> 2);
-      act_b[i] = load_act_fragment<P>(p.xq + (m0 + (r < rows ? r : 0)) * kp + g * 32, r < rows, l & 3);
+    // Each thread keeps one fragment slot (8-row tile j, lane l) and one row's scales and walks the
+    // groups: the row and its predicate stay, the addresses move by a group, and a batch of loads
+    // leaves before its stores (a thread waits once per batch; index arithmetic per element was a
+    // quarter of the kernel's instructions at gate_up M = 32).
+    constexpr int kSlots = kJ * 32, kSlotStep = kMmaStripThreads / kSlots, kBatch = 8;
+    constexpr int kRowStep = kMmaStripThreads / MT;
+    static_assert(kMmaStripThreads % kSlots == 0 && kMmaStripThreads % MT == 0, "whole steps");
+    const int slot = static_cast<int>(threadIdx.x) % kSlots, l = slot & 31;
+    const int rb = (slot >> 5) * 8 + (l >> 2);
+    const int8_t* const xrow = p.xq + (m0 + (rb < rows ? rb : 0)) * kp;
+    int g = static_cast<int>(threadIdx.x) / kSlots;
+    for (; g + (kBatch - 1) * kSlotStep < p.ngroups; g += kBatch * kSlotStep) {
+      uint2 v[kBatch];
+#pragma unroll
+      for (int b = 0; b < kBatch; ++b) v[b] = load_act_fragment<P>(xrow + (g + b * kSlotStep) * 32, rb < rows, l & 3);
+#pragma unroll
+      for (int b = 0; b < kBatch; ++b) act_b[(g + b * kSlotStep) * kSlots + slot] = v[b];
     }
-    for (int i = static_cast<int>(threadIdx.x); i < p.ngroups * MT; i += kMmaStripThreads) {
-      const int g = i / MT, r = i % MT;
-      act_xd[i] = r < rows ? __ldg(p.xd + (m0 + r) * p.ngroups + g) : 0.0f;
+    for (; g < p.ngroups; g += kSlotStep) act_b[g * kSlots + slot] = load_act_fragment<P>(xrow + g * 32, rb < rows, l & 3);
+    const int rx = static_cast<int>(threadIdx.x) % MT;
+    const float* const drow = p.xd + (m0 + (rx < rows ? rx : 0)) * p.ngroups;
+    g = static_cast<int>(threadIdx.x) / MT;
+    for (; g + (kBatch - 1) * kRowStep < p.ngroups; g += kBatch * kRowStep) {
+      float v[kBatch];
+#pragma unroll
+      for (int b = 0; b < kBatch; ++b) v[b] = rx < rows ? __ldg(drow + g + b * kRowStep) : 0.0f;
+#pragma unroll
+      for (int b = 0; b < kBatch; ++b) act_xd[(g + b * kRowStep) * MT + rx] = v[b];
     }
+    for (; g < p.ngroups; g += kRowStep) act_xd[g * MT + rx] = rx < rows ? __ldg(drow + g) : 0.0f;
     __syncthreads();
   }
 

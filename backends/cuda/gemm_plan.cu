@@ -42,17 +42,32 @@ Result<int64_t> device_sms() {
   return static_cast<int64_t>(sms);
 }
 
-Result<bool> device_has_int_mma() {
+namespace {
+// The current device's compute capability major, asked once per device.
+Result<int> device_major() {
   static std::mutex mu;
-  static std::map<int, bool> cache;
+  static std::map<int, int> cache;
   int device = 0;
   TB_CUDA_TRY(cudaGetDevice(&device));
   std::lock_guard<std::mutex> lock(mu);
   if (auto it = cache.find(device); it != cache.end()) return it->second;
   int major = 0;
   TB_CUDA_TRY(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-  cache.emplace(device, major >= 8);
-  return major >= 8;
+  cache.emplace(device, major);
+  return major;
+}
+}  // namespace
+
+Result<bool> device_has_int_mma() {
+  auto major = device_major();
+  if (!major.ok()) return major.status();
+  return *major >= 8;
+}
+
+Result<bool> device_has_dependent_launch() {
+  auto major = device_major();
+  if (!major.ok()) return major.status();
+  return *major >= 9;
 }
 
 Params gemm_params(const DeviceStrips& w, const GemmLaunch& a, int64_t nsplit, int64_t strip_blocks,
@@ -179,6 +194,10 @@ int mma_row_tile(int64_t m, int forced) {
   return m <= 8 ? 8 : m <= 16 ? 16 : m <= 32 ? 32 : 64;
 }
 
+// Warps per strip of the strip blocks that stage activations over two row tiles or more (gate_up
+// M = 32 on the H200: 28.10 vs 31.55 us with eight, h200-2026-12-03-ways.md).
+constexpr int kActsWays = 4;
+
 // Rows per block of the tensor-core strip blocks: 8 up to 16 rows, 16 above (32-row tiles hold
 // 32 accumulators a thread and spill).
 int mma_strips_row_tile(int64_t m, int forced) {
@@ -207,8 +226,10 @@ detail::KernelFn product_kernel(const DeviceStrips& w, const GemmLaunch& a, cons
 Status launch_planned(const DeviceStrips& w, const GemmLaunch& a, const GemmSchedule& s, cudaStream_t stream) {
   if (s.strip_blocks) return detail::launch_strip(w, a, s.nsplit, stream);
   if (s.mma && s.mma_strips) {
-    return detail::launch_mma_strips(w, a, s.nsplit, product_kernel(w, a, s), s.row_tile, stream, s.mma_stage,
-                                     s.mma_acts);
+    GemmLaunch la = a;
+    la.overlap_previous = a.overlap_previous && s.overlap_previous;
+    return detail::launch_mma_strips(w, la, s.nsplit, product_kernel(w, a, s), s.row_tile, stream, s.mma_stage,
+                                     s.mma_acts, s.mma_ways);
   }
   return detail::launch_slice_blocks(w, a, s.nsplit, product_kernel(w, a, s), s.row_tile, s.cols,
                                      s.all_slices ? s.nsplit : 1, stream,
@@ -258,6 +279,14 @@ GemmSchedule plan_gemm(const DeviceStrips& w, const GemmLaunch& a, int64_t nspli
     s.row_tile = acts ? detail::kMmaStripActsRows : strips ? mma_strips_row_tile(a.m, force.row_tile) : mma_tile;
     s.all_slices = !strips && force.all_slices != Toggle::kOff;
     s.mma_acts = acts;
+    if (acts && a.m > detail::kMmaStripActsRows && std::min<int64_t>(nsplit, detail::kMmaStripWarps) > kActsWays) {
+      // Two row tiles or more: two strips a block where three such blocks still fit an SM.
+      const int64_t two_strips = static_cast<int64_t>(detail::mma_strips_smem_bytes(
+          detail::kMmaStripActsRows, detail::kMmaStripWarps / kActsWays, 0, w.prec, w.kp / 32));
+      if (detail::kMmaStripActsBlocksPerSm * (two_strips + detail::kSmemReservedPerBlock) <= detail::kSmemPerSm) {
+        s.mma_ways = kActsWays;
+      }
+    }
     if (strips && !acts) {
       // Staged tiles pay where the blocks take more than one wave (each SM then streams tiles
       // for blocks after its first); in one wave the register ring was faster.
@@ -266,6 +295,11 @@ GemmSchedule plan_gemm(const DeviceStrips& w, const GemmLaunch& a, int64_t nspli
       const bool staged_auto = blocks > detail::mma_strips_blocks_per_sm(s.row_tile) * sms;
       const bool staged = force.mma_staged == Toggle::kOn || (force.mma_staged == Toggle::kAuto && staged_auto);
       s.mma_stage = staged ? detail::kMmaStripStage : 0;
+    }
+    if (strips) {
+      const int64_t ways = s.mma_ways > 0 ? s.mma_ways : std::min<int64_t>(nsplit, detail::kMmaStripWarps);
+      const int64_t blocks = ceil_div(nstrips, detail::kMmaStripWarps / ways) * ceil_div(a.m, static_cast<int64_t>(s.row_tile));
+      s.overlap_previous = blocks >= 2 * sms && s.mma_ways == 0;
     }
     return s;
   }

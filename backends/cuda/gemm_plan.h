@@ -21,7 +21,13 @@
 //     in shared memory once, with the register ring, held to 3 blocks per SM, where three such
 //     blocks' shared memory fits an SM and the blocks fill the GPU twice (gate_up, lm_head at K =
 //     2048; not gate's 192); at 9-16 rows they then run even where row-tile blocks would fill the
-//     GPU twice (lm_head M = 16: 125.7 vs 150.8 us).
+//     GPU twice (lm_head M = 16: 125.7 vs 150.8 us). Past 16 rows (two row tiles or more) such
+//     blocks take two strips each, four warps per strip, where three of them still fit an SM:
+//     one staging of the activations for both strips, one wave instead of two (gate_up M = 32).
+//     Strip blocks start while the kernel before them (the quantiser) runs where they are at
+//     least two per SM and one per strip: where fewer, early blocks crowd onto the SMs the
+//     quantiser has left (down M = 16: 22.0 vs 18.9 us); with two strips a block the quantiser's
+//     last blocks find no room beside them (gate_up M = 32: 25.5 vs 25.0).
 //     The dp4a slice blocks run where the tensor cores do not (older devices, or forced). The
 //     rules below are then mode F32's, and I8's where the tensor cores do not run.
 //   - Prefill rows per block: 16 on vocabulary-sized outputs (np > 65536), 8 otherwise (a larger
@@ -64,6 +70,10 @@ struct GemmSchedule {
                               // (detail::kMmaStripStage), or 0: a ring of registers
   bool mma_acts = false;      // with mma_strips: the block stages its row tile's activations in shared
                               // memory (16-row tiles, register ring, 3 blocks per SM)
+  int mma_ways = 0;           // with mma_strips: warps per strip, 0 for min(nsplit, 8); fewer put
+                              // more strips in a block (each warp runs more slices in turn)
+  bool overlap_previous = false;  // with mma_strips: the launch may start during the kernel before
+                                  // it (GemmLaunch::overlap_previous, dependent_launch.cuh)
 };
 
 // A choice of the plan left to it (kAuto) or forced off / on.

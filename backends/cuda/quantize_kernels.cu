@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "backends/cuda/cuda_status.h"
+#include "backends/cuda/dependent_launch.cuh"
 #include "core/numerics.h"
 
 namespace twinbit::cuda {
@@ -10,7 +11,11 @@ namespace {
 
 constexpr int kThreads = 256;  // 8 warps per block, a group each
 
+template <bool kDependentsAtStart>
 __global__ void quantize_i8_kernel(QuantizeLaunch a, int64_t ngroups) {
+  // A gemm launched to overlap this kernel (dependent_launch.cuh) may start now: it fetches
+  // weights until this grid's codes are complete. (Otherwise it starts as the blocks exit.)
+  if constexpr (kDependentsAtStart) detail::griddep_launch_dependents();
   const int lane = static_cast<int>(threadIdx.x % 32);
   const int64_t warps = static_cast<int64_t>(gridDim.x) * (blockDim.x / 32);
   // Grid-stride over (row, group); the index is uniform in a warp, so the shuffles see all lanes.
@@ -42,7 +47,8 @@ Status launch_quantize_i8(const QuantizeLaunch& a, cudaStream_t stream) {
   const int64_t ngroups = ngroups_of(a.k);
   const int64_t warps = a.m * ngroups;
   const int64_t blocks = std::min<int64_t>(ceil_div(warps, kThreads / 32), int64_t{1} << 20);
-  quantize_i8_kernel<<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(a, ngroups);
+  const auto kernel = a.dependents_at_start ? quantize_i8_kernel<true> : quantize_i8_kernel<false>;
+  kernel<<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(a, ngroups);
   TB_CUDA_TRY(cudaGetLastError());
   return Status();
 }

@@ -28,6 +28,11 @@ struct QuantizeLaunch {
   int64_t ldxq = 0;
   float* xd = nullptr;       // (m, ldxd) scales, Kp/32 written per row
   int64_t ldxd = 0;
+  // A gemm launched to overlap this kernel (dependent_launch.cuh) may start once every block of
+  // it has started (true: its weight fetches overlap the whole quantiser, its blocks take SM
+  // room the quantiser's later blocks would have used) or once every block has finished (false:
+  // it overlaps the grid's end and flush only). Either way it reads the codes after this grid.
+  bool dependents_at_start = true;
 };
 Status launch_quantize_i8(const QuantizeLaunch& a, cudaStream_t stream);
 

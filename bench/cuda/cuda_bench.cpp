@@ -529,6 +529,14 @@ Status run_cuda(const Options& opt, std::vector<Case>& out) {
                 v.mma_stage = st;
               });
             }
+            for (int ways : {2, 4, 8}) {  // warps per strip: fewer make fewer, longer-lived blocks
+              if (ways > std::min<int64_t>(contract, 8)) continue;
+              add(Format("mma_strips_ways%d", ways).c_str(), [ways](GemmVariant& v) {
+                v.force.mma = Toggle::kOn;
+                v.force.mma_strips = Toggle::kOn;
+                v.mma_ways = ways;
+              });
+            }
             if (m > 8 && m <= 32) {  // the strip blocks' forms before the staged activations
               add("mma_strips_noacts", [](GemmVariant& v) {
                 v.force.mma = Toggle::kOn;
@@ -588,8 +596,12 @@ Status run_cuda(const Options& opt, std::vector<Case>& out) {
           if (m >= 16 && prec == TB_PREC_Q8 && mode == TB_ACT_F32) {  // both row tiles against the default choice
             for (int rt : {8, 16}) add(Format("rowtile%d", rt).c_str(), [rt](GemmVariant& v) { v.force.row_tile = rt; });
           }
-          const auto base_launch = [&] {  // the default launch on this case's buffers
+          // The default launch on this case's buffers. Each timed alone (events around it) starts
+          // after the kernel before it; in sequences (b2b, the peer's method) it may overlap it
+          // as the product's launches do (dependent_launch.cuh).
+          const auto base_launch = [&](bool overlap = false) {
             cuda::GemmLaunch a;
+            a.overlap_previous = overlap;
             a.mode = mode;
             a.m = m;
             a.x = static_cast<const float*>(dx.p);
@@ -627,7 +639,7 @@ Status run_cuda(const Options& opt, std::vector<Case>& out) {
           for (size_t v = 1; v < vs.size(); ++v) c.note += Format("%s_us=%.2f ", vs[v].name.c_str(), (*times)[v]);
           {  // the default launch inside a sequence of launches (different weight copies)
             auto b2b = time_back_to_back(s, std::max(5, reps / 5), 20, [&](int j) {
-              return cuda::launch_gemm(devs[j % copies], base_launch(), s);
+              return cuda::launch_gemm(devs[j % copies], base_launch(true), s);
             });
             if (!b2b.ok()) return b2b.status();
             c.note += Format("b2b_us=%.2f ", *b2b);
@@ -644,7 +656,7 @@ Status run_cuda(const Options& opt, std::vector<Case>& out) {
             q.ldxd = sh.k / 32;
             auto with_q = time_back_to_back(s, std::max(5, reps / 5), 20, [&](int j) {
               TB_RETURN_IF_ERROR(cuda::launch_quantize_i8(q, s));
-              return cuda::launch_gemm(devs[j % copies], base_launch(), s);
+              return cuda::launch_gemm(devs[j % copies], base_launch(true), s);
             });
             if (!with_q.ok()) return with_q.status();
             c.note += Format("with_quantize_i8_b2b_us=%.2f ", *with_q);
@@ -653,24 +665,32 @@ Status run_cuda(const Options& opt, std::vector<Case>& out) {
             // projection smaller than the L2 (gate_up: 26.7 MB of 50) is read from it.
             auto same_w = time_back_to_back(s, std::max(5, reps / 5), 20, [&](int) {
               TB_RETURN_IF_ERROR(cuda::launch_quantize_i8(q, s));
-              return cuda::launch_gemm(devs[0], base_launch(), s);
+              return cuda::launch_gemm(devs[0], base_launch(true), s);
             });
             if (!same_w.ok()) return same_w.status();
             c.note += Format("peer_method_us=%.2f ", *same_w);
             // The same sequence as one CUDA graph, as the peer's perf mode runs it (graphs on):
-            // 20 quantise + gemm pairs captured, replayed; µs per pair.
+            // 20 quantise + gemm pairs captured, replayed; µs per pair. The product's launches
+            // (the gemm starting during the quantiser where the plan says so), then the gemm
+            // always after the quantiser (no dependent launch).
             constexpr int kGraphPairs = 20;
-            GraphGuard graph;
-            TB_RETURN_IF_ERROR(capture(s, [&]() -> Status {
-              for (int i = 0; i < kGraphPairs; ++i) {
-                TB_RETURN_IF_ERROR(cuda::launch_quantize_i8(q, s));
-                TB_RETURN_IF_ERROR(cuda::launch_gemm(devs[0], base_launch(), s));
-              }
-              return Status();
-            }, graph));
-            auto graph_us = time_graph(graph.exec, s, std::max(5, reps / 2));
-            if (!graph_us.ok()) return graph_us.status();
-            c.note += Format("peer_method_graph_us=%.2f ", *graph_us / kGraphPairs);
+            struct GraphForm { const char* name; bool overlap; };
+            const GraphForm forms[] = {{"peer_method_graph", true}, {"graph_serial", false}};
+            for (const GraphForm& f : forms) {
+              const cuda::QuantizeLaunch fq = q;
+              GraphGuard graph;
+              TB_RETURN_IF_ERROR(capture(s, [&]() -> Status {
+                const cuda::GemmLaunch a = base_launch(f.overlap);
+                for (int i = 0; i < kGraphPairs; ++i) {
+                  TB_RETURN_IF_ERROR(cuda::launch_quantize_i8(fq, s));
+                  TB_RETURN_IF_ERROR(cuda::launch_gemm(devs[0], a, s));
+                }
+                return Status();
+              }, graph));
+              auto graph_us = time_graph(graph.exec, s, std::max(5, reps / 2));
+              if (!graph_us.ok()) return graph_us.status();
+              c.note += Format("%s_us=%.2f ", f.name, *graph_us / kGraphPairs);
+            }
           }
           if (mode == TB_ACT_F32 && prec == TB_PREC_Q8) {
             // The offload round trip through the public API (pinned staging, one sync per call).

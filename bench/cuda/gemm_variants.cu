@@ -281,6 +281,17 @@ Status launch_gemm_variant(const cuda::DeviceStrips& w, const cuda::GemmLaunch& 
     return Error(TB_INVALID_ARGUMENT, "gemm variant: ordered mmas, other depths and staged tiles exist in the "
                  "tensor-core strip blocks only (mode I8, M >= 2, strip blocks)");
   }
+  if (v.mma_ways != 0) {  // the plan's strip kernel, fewer warps per strip
+    const KernelFn kernel = s.mma && s.mma_strips ? cuda::detail::mma_strips_kernel(w.prec, s.row_tile, s.mma_stage, s.mma_acts)
+                                                  : nullptr;
+    if (!kernel || v.mma_ordered || v.mma_depth != 0 || v.mma_stage != 0 || v.mma_ring >= 0 || v.mma_unlean ||
+        v.mma_acts || v.mma_strips_min_blocks != 0) {
+      return Error(TB_INVALID_ARGUMENT, "gemm variant: %d warps per strip exist for the plan's tensor-core strip "
+                   "kernel alone (mode I8, strip blocks, nothing else changed)", v.mma_ways);
+    }
+    return cuda::detail::launch_mma_strips(w, a, nsplit, kernel, s.row_tile, stream, s.mma_stage, s.mma_acts,
+                                           v.mma_ways);
+  }
   if (v.mma_strips_min_blocks != 0) {
     const KernelFn kernel =
         v.mma_strips_min_blocks == 3 ? mma_strips_3blocks(w.prec, s.row_tile, v.mma_stage, v.mma_acts) : nullptr;
@@ -303,7 +314,7 @@ Status launch_gemm_variant(const cuda::DeviceStrips& w, const cuda::GemmLaunch& 
                    "exist in the product's form only (one of the two; no other ring, depth, stage or bound)");
     }
     return cuda::detail::launch_mma_strips(w, a, nsplit, kernel, s.row_tile, stream, s.mma_stage,
-                                           v.mma_acts || s.mma_acts);
+                                           v.mma_acts || s.mma_acts, s.mma_ways);
   }
   if (v.mma_acts) {
     return Error(TB_INVALID_ARGUMENT, "gemm variant: staged activations exist in the tensor-core strip blocks only");

@@ -24,6 +24,8 @@
 //   mma_unlean (benchmark column mma_otherlean)  the plan's tensor-core kernel in the form of kLean
 //              the product does not run for it (kMmaStripsLean, kMmaRowsLean)
 //   mma_strips_min_blocks  tensor-core strip blocks of 16 rows held to 3 blocks per SM
+//   mma_ways   the plan's tensor-core strip blocks with fewer warps per strip (each warp runs more
+//              slices in turn; more strips per block, fewer blocks)
 //   mma_row_warps  tensor-core row-tile blocks with two warps per strip (half the rows each),
 //              registers held to two blocks per SM
 //   mma_rows_min_blocks 0  tensor-core row-tile blocks with ptxas's free register choice where
@@ -70,6 +72,8 @@ struct GemmVariant {
                                   // SM (registers held to 85), register ring or mma_stage 4
   bool mma_acts = false;      // tensor-core strip blocks (the plan's form): the block's activations
                               // staged in shared memory once
+  int mma_ways = 0;           // tensor-core strip blocks (the plan's kernel): warps per strip, 0 for the
+                              // product's min(nsplit, 8); fewer (dividing 8) put more strips in a block
   bool mma_unlean = false;     // tensor-core kernels (the plan's, strips or row tiles) in the other form
                               // of kLean than the product's (cuda::detail::kMmaStripsLean, kMmaRowsLean)
   // Tensor-core row-tile blocks (mode I8, M >= 2, every slice per block; force.mma_strips = kOff).
