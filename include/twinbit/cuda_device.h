@@ -23,7 +23,10 @@
 // rows, so the leading dimensions must equal the row lengths: ldx == K (mode F32), ldxq == K and
 // ldxd == K/32 (mode I8), ldy == N; x and xq are 16-byte aligned, xd and y 4-byte aligned
 // (cudaMalloc gives 256). Results are in device memory when the stream's work up to the call is
-// done; the call itself returns as soon as the work is enqueued.
+// done; the call itself returns as soon as the work is enqueued. On sm_90 and newer a mode-I8
+// gemm may begin while the kernel before it on the stream still runs (programmatic dependent
+// launch, after the quantiser): until that kernel has finished it reads only the bound weights,
+// never activations or outputs, so stream order holds as for any launch.
 //
 // THE WORKSPACE. A gemm whose fold plan has several slices writes slice partials and fold
 // counters to a workspace; two gemms whose device work may overlap must not share one. A
