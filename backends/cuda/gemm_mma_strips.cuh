@@ -11,7 +11,8 @@
 //
 // MAPPING. A block of 8 warps owns `strips` = 8 / ways adjacent strips and a tile of MT rows
 // (8, 16 or 32; row tile fastest in the grid, so the tiles of a strip read its weights from L2);
-// ways = min(nsplit, 8) warps per strip (the launch's choice; the benchmark tries fewer). In round r, warp `way` of a strip computes slice
+// ways warps per strip (Params::strip_ways: min(nsplit, 8), or 4 where the plan gives a block two
+// strips; the benchmark tries others). In round r, warp `way` of a strip computes slice
 // z = r * ways + way: per group one 1 KiB (q8) weight tile, two m16n8k32 mmas per 8-row tile
 // (gemm_mma.cuh), and the float step of the contract per (column, row, group) in ascending g on
 // the CUDA cores: three instructions, as the mma's accumulators start at the bits of 1.5 * 2^23

@@ -195,7 +195,7 @@ int mma_row_tile(int64_t m, int forced) {
 }
 
 // Warps per strip of the strip blocks that stage activations over two row tiles or more (gate_up
-// M = 32 on the H200: 28.10 vs 31.55 us with eight, h200-2026-12-03-ways.md).
+// M = 32 on the H200: 27.52 vs 30.72 us with eight, docs/results/h200-2026-12-03-overlap.md).
 constexpr int kActsWays = 4;
 
 // Rows per block of the tensor-core strip blocks: 8 up to 16 rows, 16 above (32-row tiles hold

@@ -677,12 +677,11 @@ Status run_cuda(const Options& opt, std::vector<Case>& out) {
             struct GraphForm { const char* name; bool overlap; };
             const GraphForm forms[] = {{"peer_method_graph", true}, {"graph_serial", false}};
             for (const GraphForm& f : forms) {
-              const cuda::QuantizeLaunch fq = q;
               GraphGuard graph;
               TB_RETURN_IF_ERROR(capture(s, [&]() -> Status {
                 const cuda::GemmLaunch a = base_launch(f.overlap);
                 for (int i = 0; i < kGraphPairs; ++i) {
-                  TB_RETURN_IF_ERROR(cuda::launch_quantize_i8(fq, s));
+                  TB_RETURN_IF_ERROR(cuda::launch_quantize_i8(q, s));
                   TB_RETURN_IF_ERROR(cuda::launch_gemm(devs[0], a, s));
                 }
                 return Status();
