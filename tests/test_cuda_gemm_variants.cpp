@@ -303,6 +303,36 @@ TEST_CASE("gpu gemm every benchmark variant (bench/cuda/gemm_variants.h) equals 
          v.force.row_tile = 16;
          v.mma_acts = true;
        }, false},
+      {"prefill: mma strips, pair loads, M 5", 5, kAuto, [](GemmVariant& v) {
+         v.force.mma = Toggle::kOn;
+         v.force.mma_strips = Toggle::kOn;
+         v.mma_pairs = true;
+       }, false},
+      {"prefill: mma strips, activations staged, pair loads, M 27", 27, kAuto, [](GemmVariant& v) {
+         v.force.mma = Toggle::kOn;
+         v.force.mma_strips = Toggle::kOn;
+         v.force.row_tile = 16;
+         v.force.mma_acts = Toggle::kOn;
+         v.mma_pairs = true;
+       }, false},
+      {"prefill: mma strips, the fold by floats, M 11", 11, kAuto, [](GemmVariant& v) {
+         v.force.mma = Toggle::kOn;
+         v.force.mma_strips = Toggle::kOn;
+         v.mma_fold1 = true;
+       }, false},
+      {"prefill: mma strips, activations staged, the fold by floats, M 32", 32, kAuto, [](GemmVariant& v) {
+         v.force.mma = Toggle::kOn;
+         v.force.mma_strips = Toggle::kOn;
+         v.force.row_tile = 16;
+         v.force.mma_acts = Toggle::kOn;
+         v.mma_fold1 = true;
+       }, false},
+      {"prefill: mma strips, row tile 32, the fold by floats, M 33", 33, kAuto, [](GemmVariant& v) {
+         v.force.mma = Toggle::kOn;
+         v.force.mma_strips = Toggle::kOn;
+         v.force.row_tile = 32;
+         v.mma_fold1 = true;
+       }, false},
       {"prefill: mma strips, 4 tiles staged in shared memory, M 2", 2, kAuto, [](GemmVariant& v) {
          v.force.mma = Toggle::kOn;
          v.force.mma_strips = Toggle::kOn;

@@ -87,6 +87,11 @@ constexpr int kMmaStripStage = 4;
 enum MmaRing { kRingRotate = 0, kRingEarly = 1, kRingLate = 2 };
 // The product's.
 constexpr int kMmaStripRing = kRingLate;
+// The strip kernels' product forms: q8 fragment words loaded one by one (kWords, gemm_mma.cuh's
+// load_mma_tile_lane), and slice sums folded four floats at a time (kFold4: a lane's four sums of
+// a 16-column half leave as one 16-byte store; gemm_mma_strips.cuh).
+constexpr bool kMmaStripWords = true;
+constexpr bool kMmaStripFold4 = true;
 
 // Warps per strip block, and the blocks per SM the strip kernels are built for (their
 // __launch_bounds__): the plan's wave count.

@@ -39,13 +39,20 @@ constexpr int kLaneColumnStride = P == TB_PREC_Q8 ? 8 * 32 : 8 * 16;
 
 // The lane's share of a tile from lane_codes = tile codes + lane_code_offset and lane_scales =
 // tile scales + gid. kShared: the tile was staged in shared memory (plain loads); otherwise the
-// global read-only path.
-template <tb_prec P, bool kShared = false>
+// global read-only path. kWords (q8): each fragment word a load of its own, so that the compiler
+// can load it straight into its mma operand; one 8-byte load per column gives lo and hi in a
+// register pair, while the mma wants lo of two columns, then hi of both, in four consecutive
+// registers - four register moves per mma (tile_operands).
+template <tb_prec P, bool kShared = false, bool kWords = false>
 __device__ __forceinline__ MmaTile load_mma_tile_lane(const uint8_t* lane_codes, const uint16_t* lane_scales) {
   MmaTile t;
 #pragma unroll
   for (int q = 0; q < 4; ++q) {
-    if constexpr (P == TB_PREC_Q8) {
+    if constexpr (P == TB_PREC_Q8 && kWords) {
+      const uint32_t* at = reinterpret_cast<const uint32_t*>(lane_codes + q * kLaneColumnStride<P>);
+      t.lo[q] = kShared ? at[0] : __ldg(at);
+      t.hi[q] = kShared ? at[1] : __ldg(at + 1);
+    } else if constexpr (P == TB_PREC_Q8) {
       const uint2* at = reinterpret_cast<const uint2*>(lane_codes + q * kLaneColumnStride<P>);
       const uint2 v = kShared ? *at : __ldg(at);
       t.lo[q] = v.x;

@@ -63,7 +63,8 @@ static_assert(kMmaStripMinBlocks<8, kMmaStripDepth<8>> == mma_strips_blocks_per_
 // scales group-major), so a group's operands are two shared loads, not three predicated global
 // loads with their addresses.
 template <tb_prec P, int MT, bool kOrdered, int kDepth = kMmaStripDepth<MT>, int kStage = 0, int kRing = kMmaStripRing,
-          int kMinBlocks = kMmaStripMinBlocks<MT, kDepth>, bool kLean = kMmaStripsLean, bool kActs = false>
+          int kMinBlocks = kMmaStripMinBlocks<MT, kDepth>, bool kLean = kMmaStripsLean, bool kActs = false,
+          bool kWords = kMmaStripWords, bool kFold4 = kMmaStripFold4>
 __global__ void __launch_bounds__(kMmaStripThreads, kMinBlocks) gemm_mma_strips_kernel(const Params p) {
   constexpr int kJ = MT / 8, kTile = MT * 32;
   constexpr int kTileBytes = P == TB_PREC_Q8 ? 1024 : 512;
@@ -82,6 +83,11 @@ __global__ void __launch_bounds__(kMmaStripThreads, kMinBlocks) gemm_mma_strips_
   const int64_t kp = static_cast<int64_t>(p.ngroups) * 32;
   const int rounds = (p.nsplit + ways - 1) / ways;
 
+  // Fragment order: element e of 8-row tile j in lane l at (8j + e) * 32 + l; kFold4: at
+  // ((2j + e / 4) * 32 + l) * 4 + e % 4, a lane's four sums of one mma side by side.
+  const auto at = [](int j, int e, int l) {
+    return kFold4 ? (((2 * j + (e >> 2)) * 32 + l) << 2) + (e & 3) : (j * 8 + e) * 32 + l;
+  };
   float* const slots = smem;                              // [2][warps][kTile], fragment order
   float* const out = smem + 2 * kMmaStripWarps * kTile;   // [strips][kTile], fragment order
   const int nout = strips * kTile;
@@ -115,7 +121,7 @@ __global__ void __launch_bounds__(kMmaStripThreads, kMinBlocks) gemm_mma_strips_
   const uint8_t* const lane_codes = codes + lane_code_offset<P>(gid, tig);
   const uint16_t* const lane_scales = scales + gid;
   const auto fetch = [&](MmaTile& t) {
-    t = load_mma_tile_lane<P>(lane_codes + static_cast<int64_t>(wg) * kTileBytes, lane_scales + static_cast<int64_t>(wg) * 32);
+    t = load_mma_tile_lane<P, false, kWords>(lane_codes + static_cast<int64_t>(wg) * kTileBytes, lane_scales + static_cast<int64_t>(wg) * 32);
     advance();
   };
   // Staged: this warp's slots (16-byte aligned: the float areas before them are whole 16 bytes).
@@ -281,29 +287,53 @@ __global__ void __launch_bounds__(kMmaStripThreads, kMinBlocks) gemm_mma_strips_
     float* const slot = slots + ((r & 1) * kMmaStripWarps + warp) * kTile;
 #pragma unroll
     for (int j = 0; j < kJ; ++j) {
+      if constexpr (kFold4) {
 #pragma unroll
-      for (int e = 0; e < 8; ++e) slot[(j * 8 + e) * 32 + lane] = acc[j][e];
+        for (int h = 0; h < 2; ++h) {
+          *reinterpret_cast<float4*>(slot + at(j, 4 * h, lane)) =
+              make_float4(acc[j][4 * h], acc[j][4 * h + 1], acc[j][4 * h + 2], acc[j][4 * h + 3]);
+        }
+      } else {
+#pragma unroll
+        for (int e = 0; e < 8; ++e) slot[at(j, e, lane)] = acc[j][e];
+      }
     }
     __syncthreads();
     // The fold of this round's slices r * ways .. (each element always by the same thread).
     const float* const round = slots + (r & 1) * kMmaStripWarps * kTile;
     const int valid = min(ways, p.nsplit - r * ways);
-    for (int i = static_cast<int>(threadIdx.x); i < nout; i += kMmaStripThreads) {
-      const int s = i / kTile, e = i % kTile;
-      float v = out[i];
-      for (int q = 0; q < valid; ++q) v = __fadd_rn(v, round[(s * ways + q) * kTile + e]);  // ascending z
-      out[i] = v;
+    if constexpr (kFold4) {
+      constexpr int kTile4 = kTile / 4;
+      for (int i = static_cast<int>(threadIdx.x); i < nout / 4; i += kMmaStripThreads) {
+        const int s = i / kTile4, e = i % kTile4;
+        float4 v = reinterpret_cast<const float4*>(out)[i];
+#pragma unroll
+        for (int q = 0; q < kMmaStripWarps; ++q) {
+          if (q < valid) {  // ascending z
+            const float4 a = reinterpret_cast<const float4*>(round)[(s * ways + q) * kTile4 + e];
+            v = make_float4(__fadd_rn(v.x, a.x), __fadd_rn(v.y, a.y), __fadd_rn(v.z, a.z), __fadd_rn(v.w, a.w));
+          }
+        }
+        reinterpret_cast<float4*>(out)[i] = v;
+      }
+    } else {
+      for (int i = static_cast<int>(threadIdx.x); i < nout; i += kMmaStripThreads) {
+        const int s = i / kTile, e = i % kTile;
+        float v = out[i];
+        for (int q = 0; q < valid; ++q) v = __fadd_rn(v, round[(s * ways + q) * kTile + e]);  // ascending z
+        out[i] = v;
+      }
     }
   }
   __syncthreads();
-  // Stores, column fastest: element (row, c) of a strip sits at fragment index (8j + e) * 32 +
-  // lane with j = row / 8, e = 4 (c / 16) + 2 ((c / 8) % 2) + row % 2, lane = 4 (c % 8) + (row % 8) / 2.
+  // Stores, column fastest: element (row, c) of a strip is element e of 8-row tile j = row / 8 in
+  // lane l (at(j, e, l)), e = 4 (c / 16) + 2 ((c / 8) % 2) + row % 2, l = 4 (c % 8) + (row % 8) / 2.
   for (int i = static_cast<int>(threadIdx.x); i < nout; i += kMmaStripThreads) {
     const int s = i / kTile, row = (i % kTile) >> 5, c = i & 31;
     const int st = sb * strips + s;
     if (row < rows && st < p.nstrips && st * 32 + c < p.n) {
       const int e = 4 * (c >> 4) + 2 * ((c >> 3) & 1) + (row & 1), ln = 4 * (c & 7) + ((row & 7) >> 1);
-      p.y[(m0 + row) * p.n + st * 32 + c] = out[s * kTile + ((row >> 3) * 8 + e) * 32 + ln];
+      p.y[(m0 + row) * p.n + st * 32 + c] = out[s * kTile + at(row >> 3, e, ln)];
     }
   }
 }

@@ -484,6 +484,18 @@ Status run_cuda(const Options& opt, std::vector<Case>& out) {
             }
             // The plan's kernel in the kLean form the product does not run for it.
             add("mma_otherlean", [](GemmVariant& v) { v.mma_unlean = true; });
+            // The plan's strip kernel with one product form replaced (pair loads of the q8 codes,
+            // the fold by floats), where the plan runs it on the register ring.
+            auto sms = cuda::detail::device_sms();
+            if (!sms.ok()) return sms.status();
+            cuda::GemmLaunch planned;
+            planned.mode = mode;
+            planned.m = m;
+            const cuda::GemmSchedule plan = cuda::plan_gemm(dev, planned, contract, *sms);
+            if (plan.mma && plan.mma_strips && plan.mma_stage == 0) {
+              add("mma_pairs", [](GemmVariant& v) { v.mma_pairs = true; });
+              add("mma_fold1", [](GemmVariant& v) { v.mma_fold1 = true; });
+            }
             add("mma_strips_acts", [](GemmVariant& v) {  // the strip blocks with the activations staged
               v.force.mma = Toggle::kOn;
               v.force.mma_strips = Toggle::kOn;

@@ -196,6 +196,37 @@ KernelFn mma_strips_product_like(tb_prec prec, int mt, int stage) {
   return nullptr;
 }
 
+// The plan's tensor-core strip kernel on the register ring (row tile mt; kActs: the product's
+// staging form) with the product's kWords and kFold4 replaced (kWords matters to q8 alone).
+template <tb_prec P, bool kWords, bool kFold4>
+KernelFn mma_strips_forms_of(int mt, bool acts) {
+  using cuda::detail::gemm_mma_strips_kernel;
+  using cuda::detail::kMmaStripDepth;
+  using cuda::detail::kMmaStripMinBlocks;
+  constexpr int r = cuda::detail::kMmaStripRing;
+  constexpr bool kLean = cuda::detail::kMmaStripsLean;
+  constexpr int d8 = kMmaStripDepth<8>, d16 = kMmaStripDepth<16>, d32 = kMmaStripDepth<32>;
+  constexpr int acts_blocks = static_cast<int>(cuda::detail::kMmaStripActsBlocksPerSm);
+  if (acts) {
+    return mt == cuda::detail::kMmaStripActsRows
+               ? gemm_mma_strips_kernel<P, 16, false, d16, 0, r, acts_blocks, kLean, true, kWords, kFold4>
+               : nullptr;
+  }
+  switch (mt) {
+    case 8: return gemm_mma_strips_kernel<P, 8, false, d8, 0, r, kMmaStripMinBlocks<8, d8>, kLean, false, kWords, kFold4>;
+    case 16: return gemm_mma_strips_kernel<P, 16, false, d16, 0, r, kMmaStripMinBlocks<16, d16>, kLean, false, kWords, kFold4>;
+    case 32: return gemm_mma_strips_kernel<P, 32, false, d32, 0, r, kMmaStripMinBlocks<32, d32>, kLean, false, kWords, kFold4>;
+  }
+  return nullptr;
+}
+
+// q4 has one code word per column, loaded alone either way: its pair-load form is the product's.
+template <bool kWords, bool kFold4>
+KernelFn mma_strips_forms(tb_prec prec, int mt, bool acts) {
+  if (prec == kQ8) return mma_strips_forms_of<kQ8, kWords, kFold4>(mt, acts);
+  return mma_strips_forms_of<kQ4, cuda::detail::kMmaStripWords, kFold4>(mt, acts);
+}
+
 KernelFn mma_strips_staged(tb_prec prec, int mt, int stage) {
   switch (stage) {
     case 4: return mma_strips_staged_form<4>(prec, mt);
@@ -291,6 +322,20 @@ Status launch_gemm_variant(const cuda::DeviceStrips& w, const cuda::GemmLaunch& 
     }
     return cuda::detail::launch_mma_strips(w, a, nsplit, kernel, s.row_tile, stream, s.mma_stage, s.mma_acts,
                                            v.mma_ways);
+  }
+  if (v.mma_pairs || v.mma_fold1) {  // the plan's strip kernel, one product form replaced
+    constexpr bool kWords = cuda::detail::kMmaStripWords, kFold4 = cuda::detail::kMmaStripFold4;
+    const bool on_ring = s.mma && s.mma_strips && s.mma_stage == 0;
+    const KernelFn kernel = !on_ring || (v.mma_pairs && v.mma_fold1) ? nullptr
+                            : v.mma_pairs ? mma_strips_forms<!kWords, kFold4>(w.prec, s.row_tile, s.mma_acts)
+                                          : mma_strips_forms<kWords, !kFold4>(w.prec, s.row_tile, s.mma_acts);
+    if (!kernel || v.mma_ordered || v.mma_depth != 0 || v.mma_stage != 0 || v.mma_ring >= 0 || v.mma_unlean ||
+        v.mma_acts || v.mma_strips_min_blocks != 0) {
+      return Error(TB_INVALID_ARGUMENT, "gemm variant: pair loads (q8) or the fold by floats exist for the plan's "
+                   "tensor-core strip kernel on the register ring alone (mode I8, strip blocks, no staged tiles, "
+                   "one of the two, nothing else changed)");
+    }
+    return cuda::detail::launch_mma_strips(w, a, nsplit, kernel, s.row_tile, stream, 0, s.mma_acts, s.mma_ways);
   }
   if (v.mma_strips_min_blocks != 0) {
     const KernelFn kernel =

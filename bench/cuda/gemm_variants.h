@@ -24,6 +24,11 @@
 //   mma_unlean (benchmark column mma_otherlean)  the plan's tensor-core kernel in the form of kLean
 //              the product does not run for it (kMmaStripsLean, kMmaRowsLean)
 //   mma_strips_min_blocks  tensor-core strip blocks of 16 rows held to 3 blocks per SM
+//   mma_pairs  the plan's tensor-core strip blocks (register ring), q8, each column's fragment
+//              words as one 8-byte load (register moves before every mma), not a load per word
+//              (q4: the product's kernel)
+//   mma_fold1  the plan's tensor-core strip blocks (register ring) folding their slice sums one
+//              float at a time, not four
 //   mma_ways   the plan's tensor-core strip blocks with fewer warps per strip (each warp runs more
 //              slices in turn; more strips per block, fewer blocks)
 //   mma_row_warps  tensor-core row-tile blocks with two warps per strip (half the rows each),
@@ -74,6 +79,8 @@ struct GemmVariant {
                               // staged in shared memory once
   int mma_ways = 0;           // tensor-core strip blocks (the plan's kernel): warps per strip, 0 for the
                               // product's min(nsplit, 8); fewer (dividing 8) put more strips in a block
+  bool mma_pairs = false;      // tensor-core strip blocks (the plan's, register ring), q8: pair loads
+  bool mma_fold1 = false;      // tensor-core strip blocks (the plan's, register ring): the fold by floats
   bool mma_unlean = false;     // tensor-core kernels (the plan's, strips or row tiles) in the other form
                               // of kLean than the product's (cuda::detail::kMmaStripsLean, kMmaRowsLean)
   // Tensor-core row-tile blocks (mode I8, M >= 2, every slice per block; force.mma_strips = kOff).
