@@ -312,7 +312,7 @@ TEST_CASE("gpu gemm every benchmark variant (bench/cuda/gemm_variants.h) equals 
          v.force.mma = Toggle::kOn;
          v.force.mma_strips = Toggle::kOn;
          v.force.row_tile = 16;
-         v.force.mma_acts = Toggle::kOn;
+         v.mma_acts = true;
          v.mma_pairs = true;
        }, false},
       {"prefill: mma strips, the fold by floats, M 11", 11, kAuto, [](GemmVariant& v) {
@@ -324,8 +324,22 @@ TEST_CASE("gpu gemm every benchmark variant (bench/cuda/gemm_variants.h) equals 
          v.force.mma = Toggle::kOn;
          v.force.mma_strips = Toggle::kOn;
          v.force.row_tile = 16;
-         v.force.mma_acts = Toggle::kOn;
+         v.mma_acts = true;
          v.mma_fold1 = true;
+       }, false},
+      {"prefill: mma strips, activations staged, tiles into L2 2 ahead, M 9", 9, kAuto, [](GemmVariant& v) {
+         v.force.mma = Toggle::kOn;
+         v.force.mma_strips = Toggle::kOn;
+         v.force.row_tile = 16;
+         v.mma_acts = true;
+         v.mma_l2_ahead = 2;
+       }, false},
+      {"prefill: mma strips, activations staged, tiles into L2 8 ahead, M 31", 31, kAuto, [](GemmVariant& v) {
+         v.force.mma = Toggle::kOn;
+         v.force.mma_strips = Toggle::kOn;
+         v.force.row_tile = 16;
+         v.mma_acts = true;
+         v.mma_l2_ahead = 8;
        }, false},
       {"prefill: mma strips, row tile 32, the fold by floats, M 33", 33, kAuto, [](GemmVariant& v) {
          v.force.mma = Toggle::kOn;

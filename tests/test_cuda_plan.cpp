@@ -42,7 +42,8 @@ std::string describe(const GemmSchedule& s) {
   if (s.mma && s.mma_strips) {
     return "tensor-core strip blocks, row tile " + std::to_string(s.row_tile) + (s.mma_stage > 0 ? ", staged" : "") +
            (s.mma_acts ? ", activations staged" : "") +
-           (s.mma_ways > 0 ? ", " + std::to_string(s.mma_ways) + " warps per strip" : "");
+           (s.mma_ways > 0 ? ", " + std::to_string(s.mma_ways) + " warps per strip" : "") +
+           (s.mma_l2_ahead > 0 ? ", L2 " + std::to_string(s.mma_l2_ahead) + " ahead" : "");
   }
   if (s.mma) {
     return "tensor cores, row tile " + std::to_string(s.row_tile) + ", " +
@@ -74,11 +75,11 @@ TEST_CASE("cuda gemm plan on 132 SMs: decode of q/o, k/v, qkv runs strip blocks;
   CHECK(plan(151936, 2048, 1, TB_ACT_F32, 132, DecodePath::kStripBlocks).strip_blocks);
 }
 
-TEST_CASE("cuda gemm plan on 132 SMs, M32: F32 lm_head two strips per warp in row tiles of 16, one slice; gate_up every slice with rows inside; q/o one slice, rows outside. I8: lm_head on row-tile tensor cores in one tile of 32 rows, every slice; gate_up tensor-core strip blocks of 16 rows staging their activations, two strips a block") {
+TEST_CASE("cuda gemm plan on 132 SMs, M32: F32 lm_head two strips per warp in row tiles of 16, one slice; gate_up every slice with rows inside; q/o one slice, rows outside. I8: lm_head and gate_up on tensor-core strip blocks of 16 rows staging their activations (gate_up: two strips a block)") {
   GemmSchedule s = plan(151936, 2048, 32, TB_ACT_F32);
   CHECK(describe(s) == "row tile 16, 2 strips per warp, one slice, rows outside");
   s = plan(151936, 2048, 32, TB_ACT_I8);
-  CHECK(describe(s) == "tensor cores, row tile 32, every slice");
+  CHECK(describe(s) == "tensor-core strip blocks, row tile 16, activations staged");
   s = plan(12288, 2048, 32, TB_ACT_F32);
   CHECK(describe(s) == "row tile 8, 1 strips per warp, every slice, rows inside");
   s = plan(12288, 2048, 32, TB_ACT_I8);
@@ -87,7 +88,7 @@ TEST_CASE("cuda gemm plan on 132 SMs, M32: F32 lm_head two strips per warp in ro
   CHECK(describe(s) == "row tile 8, 1 strips per warp, one slice, rows outside");
 }
 
-TEST_CASE("cuda gemm plan, mode I8 on 132 SMs: tensor cores for every M > 1: strip blocks up to 8 rows, up to 16 where 16-row blocks staging their activations fit, and up to 32 where row-tile blocks would not fill the GPU twice (gate_up), in tiles of 8 rows up to 8, 16 staging activations above; row-tile blocks otherwise (the smallest of 8/16/32/64 holding M); never at M = 1 or in mode F32; forced on or off") {
+TEST_CASE("cuda gemm plan, mode I8 on 132 SMs: tensor cores for every M > 1: strip blocks up to 8 rows, up to 32 where 16-row blocks staging their activations fit or row-tile blocks would not fill the GPU twice, in tiles of 8 rows up to 8, 16 staging activations above (tiles into L2 ahead past one wave of one row tile); row-tile blocks otherwise (the smallest of 8/16/32/64 holding M); never at M = 1 or in mode F32; forced on or off") {
   for (int64_t m : {33, 64, 65, 512}) {
     const GemmSchedule s = plan(12288, 2048, m, TB_ACT_I8);
     CHECK(describe(s) == "tensor cores, row tile " + std::to_string(m <= 32 ? 32 : 64) + ", every slice");
@@ -101,10 +102,13 @@ TEST_CASE("cuda gemm plan, mode I8 on 132 SMs: tensor cores for every M > 1: str
               (m <= 8 ? "8" : m <= 16 ? "16, activations staged" : "16, activations staged, 4 warps per strip"));
   }
   for (int64_t m : {2, 5, 8}) CHECK(describe(plan(151936, 2048, m, TB_ACT_I8)) == "tensor-core strip blocks, row tile 8, staged");
-  for (int64_t m : {9, 16}) {
+  for (int64_t m : {9, 16}) {  // 4 slices: 4 warps per strip, two strips a block, many waves, one row tile
+    CHECK(describe(plan(151936, 2048, m, TB_ACT_I8)) == "tensor-core strip blocks, row tile 16, activations staged, L2 4 ahead");
+  }
+  for (int64_t m : {17, 32}) {  // two row tiles: their blocks share each tile through L2 already
     CHECK(describe(plan(151936, 2048, m, TB_ACT_I8)) == "tensor-core strip blocks, row tile 16, activations staged");
   }
-  for (int64_t m : {17, 32}) CHECK(describe(plan(151936, 2048, m, TB_ACT_I8)) == "tensor cores, row tile 32, every slice");
+  CHECK(describe(plan(151936, 2048, 33, TB_ACT_I8)) == "tensor cores, row tile 64, every slice");
   CHECK_FALSE(plan(151936, 2048, 1, TB_ACT_I8).mma);
   cuda::GemmLaunch a;
   a.mode = TB_ACT_I8;
@@ -148,7 +152,8 @@ TEST_CASE("cuda gemm plan: past 16 rows the strip blocks that stage activations 
   // K = 2304: one strip's blocks fit three to an SM (77.3 KiB each with the reserve), two strips'
   // (79.4 KiB) do not.
   CHECK(describe(plan(12288, 2304, 32, TB_ACT_I8)) == "tensor-core strip blocks, row tile 16, activations staged");
-  // lm_head (4 slices) already runs 4 warps per strip and stages nothing past 16 rows.
+  CHECK(describe(plan(12288, 2304, 16, TB_ACT_I8)) == "tensor-core strip blocks, row tile 16, activations staged");
+  // lm_head (4 slices) already runs 4 warps per strip: the plan does not set them.
   CHECK(plan(151936, 2048, 32, TB_ACT_I8).mma_ways == 0);
   // The launch refuses warps per strip that exceed the slices or leave a block's warps unused
   // (before it touches a device).
@@ -165,9 +170,17 @@ TEST_CASE("cuda gemm plan: past 16 rows the strip blocks that stage activations 
   }
   const Status few = cuda::detail::launch_mma_strips(w, a, 2, kernel, 16, nullptr, 0, false, 4);  // 2 slices
   CHECK(few.code() == TB_INTERNAL);
+  const Status behind = cuda::detail::launch_mma_strips(w, a, split_plan(12288, 2048), kernel, 16, nullptr, 0, false, 0, -1);
+  CHECK(behind.code() == TB_INTERNAL);
+  CHECK(behind.to_string().find("L2 -1 groups ahead") != std::string::npos);
+  // The kernel that asks tiles into L2 exists for the activation-staging blocks alone.
+  CHECK((cuda::detail::mma_strips_kernel(TB_PREC_Q8, 16, 0, true, true) != nullptr));
+  CHECK((cuda::detail::mma_strips_kernel(TB_PREC_Q4, 16, 0, true, true) != nullptr));
+  CHECK((cuda::detail::mma_strips_kernel(TB_PREC_Q8, 16, 0, false, true) == nullptr));
+  CHECK((cuda::detail::mma_strips_kernel(TB_PREC_Q8, 8, 4, false, true) == nullptr));
 }
 
-TEST_CASE("cuda gemm plan: strip blocks start during the kernel before them (dependent launch) where they are two per SM or more and one strip each; never the other kernels") {
+TEST_CASE("cuda gemm plan: strip blocks start during the kernel before them (dependent launch) where they are two per SM or more and not given two strips by the plan; never the other kernels") {
   CHECK(plan(12288, 2048, 2, TB_ACT_I8).overlap_previous);     // gate_up: 384 blocks
   CHECK(plan(12288, 2048, 16, TB_ACT_I8).overlap_previous);
   CHECK_FALSE(plan(12288, 2048, 32, TB_ACT_I8).overlap_previous);  // two strips a block
@@ -176,7 +189,8 @@ TEST_CASE("cuda gemm plan: strip blocks start during the kernel before them (dep
   CHECK_FALSE(plan(2048, 2048, 16, TB_ACT_I8).overlap_previous);   // q/o: 128 blocks
   CHECK_FALSE(plan(2048, 6144, 16, TB_ACT_I8).overlap_previous);   // down: 128 blocks
   CHECK_FALSE(plan(4096, 2048, 32, TB_ACT_I8).overlap_previous);  // qkv: 256 blocks, under 2 x 132
-  CHECK_FALSE(plan(151936, 2048, 32, TB_ACT_I8).overlap_previous);  // row-tile blocks
+  CHECK(plan(151936, 2048, 32, TB_ACT_I8).overlap_previous);  // lm_head: 4 slices, two strips by nsplit
+  CHECK_FALSE(plan(151936, 2048, 33, TB_ACT_I8).overlap_previous);  // row-tile blocks
   CHECK_FALSE(plan(12288, 2048, 1, TB_ACT_I8).overlap_previous);    // decode
   CHECK_FALSE(plan(12288, 2048, 8, TB_ACT_F32).overlap_previous);
 }
@@ -264,7 +278,7 @@ TEST_CASE("cuda gemm plan: every schedule it chooses has a product kernel, N{1..
               if (s.mma) CHECK((m > 1 && mode == TB_ACT_I8));
               if (m > 64 && mode == TB_ACT_I8) CHECK(s.mma);
               const bool has = m == 1 ? cuda::detail::decode_slice_kernel(prec, mode) != nullptr && s.row_tile == 1
-                               : s.mma_strips ? s.mma && cuda::detail::mma_strips_kernel(prec, s.row_tile, s.mma_stage, s.mma_acts) != nullptr && s.cols == 1
+                               : s.mma_strips ? s.mma && cuda::detail::mma_strips_kernel(prec, s.row_tile, s.mma_stage, s.mma_acts, s.mma_l2_ahead > 0) != nullptr && s.cols == 1
                                : s.mma ? cuda::detail::mma_kernel(prec, s.row_tile, s.all_slices) != nullptr && s.cols == 1
                                        : cuda::detail::prefill_kernel(prec, mode, s.row_tile, s.cols, s.all_slices,
                                                                       s.rows_inner) != nullptr;

@@ -40,6 +40,8 @@ struct Params {
   int gbase, grem;          // slice_begin's terms, ngroups / nsplit and ngroups % nsplit (a division
                             // on the device is a subroutine call)
   int strip_ways;           // tensor-core strip blocks: warps per strip (launch_mma_strips sets it)
+  int l2_ahead;             // tensor-core strip blocks built to ask tiles into L2 (kL2): how many
+                            // groups ahead, 0 for none (launch_mma_strips sets it)
 };
 
 // The tensor-core kernels' product forms of kLean (slice bounds from gbase / grem, and a packed NaN
@@ -76,7 +78,9 @@ KernelFn mma_kernel(tb_prec prec, int mt, bool all_slices);
 // (8, 16 or 32), weight tiles in a register ring (stage 0) or staged in shared memory (stage
 // kMmaStripStage); or `acts`: the block's activations staged (row tile kMmaStripActsRows, stage 0,
 // held to kMmaStripActsBlocksPerSm); nullptr otherwise.
-KernelFn mma_strips_kernel(tb_prec prec, int mt, int stage = 0, bool acts = false);
+// `l2`: the register-ring kernel that asks each weight tile into L2 some groups before it loads
+// it (Params::l2_ahead; acts only).
+KernelFn mma_strips_kernel(tb_prec prec, int mt, int stage = 0, bool acts = false, bool l2 = false);
 // Weight tiles staged per warp by the product's staged strip blocks.
 constexpr int kMmaStripStage = 4;
 // How a ring of two register sets turns (kStage = 0, kDepth = 2): kRingRotate copies the younger
@@ -92,6 +96,12 @@ constexpr int kMmaStripRing = kRingLate;
 // a 16-column half leave as one 16-byte store; gemm_mma_strips.cuh).
 constexpr bool kMmaStripWords = true;
 constexpr bool kMmaStripFold4 = true;
+// How many groups ahead of its register ring's loads an activation-staging strip kernel asks
+// its weight tiles into L2 (cp.async.bulk.prefetch), where the plan turns it on (one row tile,
+// more blocks than one wave: lm_head M 12 / 16 on the H200 114.5 / 119.6 us against 117.1 /
+// 123.4 without; 2 ahead 113.9 / 118.7, 6 ahead 114.5 / 119.4, 8 ahead slower; in one wave,
+// gate_up, level or slower).
+constexpr int kMmaStripL2Ahead = 4;
 
 // Warps per strip block, and the blocks per SM the strip kernels are built for (their
 // __launch_bounds__): the plan's wave count.
@@ -129,9 +139,10 @@ constexpr size_t mma_strips_smem_bytes(int mt, int strips, int stage = 0, tb_pre
 // is the kernel's kStage (shared-memory tile slots per warp, 0 for the register ring).
 // `acts`: the kernel stages the block's activations (kActs), so the launch adds their shared memory.
 // `ways`: warps per strip, 0 for the product's min(nsplit, 8) (fewer, dividing 8: more strips per
-// block, each warp more slices in turn).
+// block, each warp more slices in turn). `l2_ahead`: for a kernel built with kL2, groups ahead
+// its tiles are asked into L2 (0: none; also none where the codes or scales are not on 16 bytes).
 Status launch_mma_strips(const DeviceStrips& w, const GemmLaunch& a, int64_t nsplit, KernelFn kernel, int mt,
-                         cudaStream_t stream, int stage = 0, bool acts = false, int ways = 0);
+                         cudaStream_t stream, int stage = 0, bool acts = false, int ways = 0, int l2_ahead = 0);
 // Threads per block of the tensor-core kernel of row tile mt (kThreads, or twice that at 64 rows:
 // two warps per strip split the rows).
 int mma_threads(int mt);

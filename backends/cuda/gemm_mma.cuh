@@ -84,6 +84,16 @@ __device__ __forceinline__ void cp_async16(void* smem_dst, const void* gmem_src)
   __trap();
 #endif
 }
+// Asks the L2 cache to fetch `bytes` (a multiple of 16) from gmem_src (16-byte aligned) without
+// a destination (cp.async.bulk.prefetch, sm_90; a no-op before): a later load finds them in L2.
+__device__ __forceinline__ void prefetch_l2_bulk(const void* gmem_src, unsigned bytes) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(gmem_src), "r"(bytes) : "memory");
+#else
+  (void)gmem_src;
+  (void)bytes;
+#endif
+}
 __device__ __forceinline__ void cp_async_commit() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   asm volatile("cp.async.commit_group;\n" ::: "memory");

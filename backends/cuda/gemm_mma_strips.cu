@@ -26,15 +26,20 @@ KernelFn mma_strips_kernel_of(int mt) {
   return nullptr;
 }
 
+template <tb_prec P, bool kL2>
+KernelFn mma_strips_acts_kernel() {  // 16-row tiles, register ring, held to 3 blocks per SM
+  constexpr int mt_acts = kMmaStripActsRows, blocks = static_cast<int>(kMmaStripActsBlocksPerSm);
+  return gemm_mma_strips_kernel<P, mt_acts, kStripsOrdered, kMmaStripDepth<mt_acts>, 0, kMmaStripRing, blocks,
+                                kMmaStripsLean, true, kMmaStripWords, kMmaStripFold4, kL2>;
+}
+
 template <tb_prec P>
-KernelFn mma_strips_kernel_of(int mt, int stage, bool acts) {
-  if (acts) {  // 16-row tiles, register ring, held to 3 blocks per SM, activations staged
-    constexpr int mt_acts = kMmaStripActsRows, blocks = static_cast<int>(kMmaStripActsBlocksPerSm);
-    return mt == mt_acts && stage == 0
-               ? gemm_mma_strips_kernel<P, mt_acts, kStripsOrdered, kMmaStripDepth<mt_acts>, 0, kMmaStripRing, blocks,
-                                        kMmaStripsLean, true>
-               : nullptr;
+KernelFn mma_strips_kernel_of(int mt, int stage, bool acts, bool l2) {
+  if (acts) {
+    if (mt != kMmaStripActsRows || stage != 0) return nullptr;
+    return l2 ? mma_strips_acts_kernel<P, true>() : mma_strips_acts_kernel<P, false>();
   }
+  if (l2) return nullptr;
   switch (stage) {
     case 0: return mma_strips_kernel_of<P, 0>(mt);
     case kMmaStripStage: return mma_strips_kernel_of<P, kMmaStripStage>(mt);
@@ -56,25 +61,25 @@ Status allow_smem(KernelFn kernel, size_t bytes) {
 
 }  // namespace
 
-KernelFn mma_strips_kernel(tb_prec prec, int mt, int stage, bool acts) {
+KernelFn mma_strips_kernel(tb_prec prec, int mt, int stage, bool acts, bool l2) {
   switch (prec) {
-    case TB_PREC_Q8: return mma_strips_kernel_of<TB_PREC_Q8>(mt, stage, acts);
-    case TB_PREC_Q4: return mma_strips_kernel_of<TB_PREC_Q4>(mt, stage, acts);
+    case TB_PREC_Q8: return mma_strips_kernel_of<TB_PREC_Q8>(mt, stage, acts, l2);
+    case TB_PREC_Q4: return mma_strips_kernel_of<TB_PREC_Q4>(mt, stage, acts, l2);
   }
   return nullptr;
 }
 
 Status launch_mma_strips(const DeviceStrips& w, const GemmLaunch& a, int64_t nsplit, KernelFn kernel, int mt,
-                         cudaStream_t stream, int stage, bool acts, int ways) {
+                         cudaStream_t stream, int stage, bool acts, int ways, int l2_ahead) {
   const int64_t most_ways = std::min<int64_t>(nsplit, kMmaStripWarps);
   if (ways == 0) ways = static_cast<int>(most_ways);
   if (!kernel || (mt != 8 && mt != 16 && mt != 32) || nsplit < 1 || a.m < 2 || stage < 0 || stage > 16 ||
-      ways < 1 || ways > most_ways || (ways < most_ways && kMmaStripWarps % ways != 0)) {
+      ways < 1 || ways > most_ways || (ways < most_ways && kMmaStripWarps % ways != 0) || l2_ahead < 0) {
     return Error(TB_INTERNAL, "gemm tensor-core strip launch: %s kernel, row tile %d, %lld slices, "
-                 "%lld rows, %d staged tiles, %d warps per strip (expected a kernel, row tile 8, 16 or 32, "
-                 "nsplit >= 1, M >= 2, 0 .. 16 staged tiles, min(nsplit, 8) warps per strip or fewer that "
-                 "divide 8)", kernel ? "a" : "no", mt, static_cast<long long>(nsplit),
-                 static_cast<long long>(a.m), stage, ways);
+                 "%lld rows, %d staged tiles, %d warps per strip, L2 %d groups ahead (expected a kernel, row "
+                 "tile 8, 16 or 32, nsplit >= 1, M >= 2, 0 .. 16 staged tiles, min(nsplit, 8) warps per strip "
+                 "or fewer that divide 8, L2 ahead >= 0)", kernel ? "a" : "no", mt, static_cast<long long>(nsplit),
+                 static_cast<long long>(a.m), stage, ways, l2_ahead);
   }
   // cp.async moves 16-byte pieces: staged tiles need 16-byte aligned codes and scales.
   if (stage > 0 && (reinterpret_cast<uintptr_t>(w.codes) % 16 != 0 || reinterpret_cast<uintptr_t>(w.scales) % 16 != 0)) {
@@ -108,6 +113,9 @@ Status launch_mma_strips(const DeviceStrips& w, const GemmLaunch& a, int64_t nsp
   TB_RETURN_IF_ERROR(allow_smem(kernel, smem));
   Params p = gemm_params(w, a, nsplit, strip_blocks, row_tiles, nsplit);
   p.strip_ways = ways;
+  // The bulk prefetch wants 16-byte addresses: a hint, so none where they are not.
+  const bool aligned16 = reinterpret_cast<uintptr_t>(w.codes) % 16 == 0 && reinterpret_cast<uintptr_t>(w.scales) % 16 == 0;
+  p.l2_ahead = aligned16 ? l2_ahead : 0;
   auto overlap = device_has_dependent_launch();
   if (!overlap.ok()) return overlap.status();
   TB_CUDA_TRY(launch_after_previous(a.overlap_previous && *overlap, kernel, static_cast<unsigned>(blocks),

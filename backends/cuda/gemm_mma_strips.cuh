@@ -61,10 +61,11 @@ static_assert(kMmaStripMinBlocks<8, kMmaStripDepth<8>> == mma_strips_blocks_per_
 // (tile_operands); otherwise 64-bit divisions on the device and a select per scale. kActs: the
 // block stages its row tile's activations of every group in shared memory once (B-fragment order,
 // scales group-major), so a group's operands are two shared loads, not three predicated global
-// loads with their addresses.
+// loads with their addresses. kL2: each warp asks the tile Params::l2_ahead groups ahead of its
+// ring's loads into L2 (one bulk prefetch by one lane), so the ring's loads wait on L2, not DRAM.
 template <tb_prec P, int MT, bool kOrdered, int kDepth = kMmaStripDepth<MT>, int kStage = 0, int kRing = kMmaStripRing,
           int kMinBlocks = kMmaStripMinBlocks<MT, kDepth>, bool kLean = kMmaStripsLean, bool kActs = false,
-          bool kWords = kMmaStripWords, bool kFold4 = kMmaStripFold4>
+          bool kWords = kMmaStripWords, bool kFold4 = kMmaStripFold4, bool kL2 = false>
 __global__ void __launch_bounds__(kMmaStripThreads, kMinBlocks) gemm_mma_strips_kernel(const Params p) {
   constexpr int kJ = MT / 8, kTile = MT * 32;
   constexpr int kTileBytes = P == TB_PREC_Q8 ? 1024 : 512;
@@ -122,6 +123,13 @@ __global__ void __launch_bounds__(kMmaStripThreads, kMinBlocks) gemm_mma_strips_
   const uint16_t* const lane_scales = scales + gid;
   const auto fetch = [&](MmaTile& t) {
     t = load_mma_tile_lane<P, false, kWords>(lane_codes + static_cast<int64_t>(wg) * kTileBytes, lane_scales + static_cast<int64_t>(wg) * 32);
+    if constexpr (kL2) {  // the tile l2_ahead further on in this slice, into L2
+      const int ahead = wg + p.l2_ahead;
+      if (lane == 0 && p.l2_ahead > 0 && ahead < wend) {
+        prefetch_l2_bulk(codes + static_cast<int64_t>(ahead) * kTileBytes, kTileBytes);
+        prefetch_l2_bulk(scales + static_cast<int64_t>(ahead) * 32, 64);
+      }
+    }
     advance();
   };
   // Staged: this warp's slots (16-byte aligned: the float areas before them are whole 16 bytes).

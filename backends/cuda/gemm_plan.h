@@ -74,6 +74,8 @@ struct GemmSchedule {
                               // more strips in a block (each warp runs more slices in turn)
   bool overlap_previous = false;  // with mma_strips: the launch may start during the kernel before
                                   // it (GemmLaunch::overlap_previous, dependent_launch.cuh)
+  int mma_l2_ahead = 0;       // with mma_acts: weight tiles asked into L2 this many groups before
+                              // the register ring loads them (0: none)
 };
 
 // A choice of the plan left to it (kAuto) or forced off / on.

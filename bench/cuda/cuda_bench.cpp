@@ -495,6 +495,13 @@ Status run_cuda(const Options& opt, std::vector<Case>& out) {
             if (plan.mma && plan.mma_strips && plan.mma_stage == 0) {
               add("mma_pairs", [](GemmVariant& v) { v.mma_pairs = true; });
               add("mma_fold1", [](GemmVariant& v) { v.mma_fold1 = true; });
+              if (plan.mma_acts) {  // tiles into L2: none, or other distances than the plan's
+                for (int ahead : {-1, 2, 4, 6}) {
+                  if (ahead == plan.mma_l2_ahead) continue;
+                  add(ahead < 0 ? "mma_l2none" : Format("mma_l2ahead%d", ahead).c_str(),
+                      [ahead](GemmVariant& v) { v.mma_l2_ahead = ahead; });
+                }
+              }
             }
             add("mma_strips_acts", [](GemmVariant& v) {  // the strip blocks with the activations staged
               v.force.mma = Toggle::kOn;

@@ -197,8 +197,8 @@ KernelFn mma_strips_product_like(tb_prec prec, int mt, int stage) {
 }
 
 // The plan's tensor-core strip kernel on the register ring (row tile mt; kActs: the product's
-// staging form) with the product's kWords and kFold4 replaced (kWords matters to q8 alone).
-template <tb_prec P, bool kWords, bool kFold4>
+// staging form) with kWords, kFold4 and kL2 as given (kWords matters to q8; kL2 exists with kActs).
+template <tb_prec P, bool kWords, bool kFold4, bool kL2>
 KernelFn mma_strips_forms_of(int mt, bool acts) {
   using cuda::detail::gemm_mma_strips_kernel;
   using cuda::detail::kMmaStripDepth;
@@ -209,22 +209,31 @@ KernelFn mma_strips_forms_of(int mt, bool acts) {
   constexpr int acts_blocks = static_cast<int>(cuda::detail::kMmaStripActsBlocksPerSm);
   if (acts) {
     return mt == cuda::detail::kMmaStripActsRows
-               ? gemm_mma_strips_kernel<P, 16, false, d16, 0, r, acts_blocks, kLean, true, kWords, kFold4>
+               ? gemm_mma_strips_kernel<P, 16, false, d16, 0, r, acts_blocks, kLean, true, kWords, kFold4, kL2>
                : nullptr;
   }
-  switch (mt) {
-    case 8: return gemm_mma_strips_kernel<P, 8, false, d8, 0, r, kMmaStripMinBlocks<8, d8>, kLean, false, kWords, kFold4>;
-    case 16: return gemm_mma_strips_kernel<P, 16, false, d16, 0, r, kMmaStripMinBlocks<16, d16>, kLean, false, kWords, kFold4>;
-    case 32: return gemm_mma_strips_kernel<P, 32, false, d32, 0, r, kMmaStripMinBlocks<32, d32>, kLean, false, kWords, kFold4>;
+  if constexpr (kL2) {
+    return nullptr;
+  } else {
+    switch (mt) {
+      case 8: return gemm_mma_strips_kernel<P, 8, false, d8, 0, r, kMmaStripMinBlocks<8, d8>, kLean, false, kWords, kFold4>;
+      case 16: return gemm_mma_strips_kernel<P, 16, false, d16, 0, r, kMmaStripMinBlocks<16, d16>, kLean, false, kWords, kFold4>;
+      case 32: return gemm_mma_strips_kernel<P, 32, false, d32, 0, r, kMmaStripMinBlocks<32, d32>, kLean, false, kWords, kFold4>;
+    }
+    return nullptr;
   }
-  return nullptr;
 }
 
 // q4 has one code word per column, loaded alone either way: its pair-load form is the product's.
-template <bool kWords, bool kFold4>
+template <bool kWords, bool kFold4, bool kL2>
 KernelFn mma_strips_forms(tb_prec prec, int mt, bool acts) {
-  if (prec == kQ8) return mma_strips_forms_of<kQ8, kWords, kFold4>(mt, acts);
-  return mma_strips_forms_of<kQ4, cuda::detail::kMmaStripWords, kFold4>(mt, acts);
+  if (prec == kQ8) return mma_strips_forms_of<kQ8, kWords, kFold4, kL2>(mt, acts);
+  return mma_strips_forms_of<kQ4, cuda::detail::kMmaStripWords, kFold4, kL2>(mt, acts);
+}
+
+template <bool kWords, bool kFold4>
+KernelFn mma_strips_forms(tb_prec prec, int mt, bool acts, bool l2) {
+  return l2 ? mma_strips_forms<kWords, kFold4, true>(prec, mt, acts) : mma_strips_forms<kWords, kFold4, false>(prec, mt, acts);
 }
 
 KernelFn mma_strips_staged(tb_prec prec, int mt, int stage) {
@@ -313,7 +322,8 @@ Status launch_gemm_variant(const cuda::DeviceStrips& w, const cuda::GemmLaunch& 
                  "tensor-core strip blocks only (mode I8, M >= 2, strip blocks)");
   }
   if (v.mma_ways != 0) {  // the plan's strip kernel, fewer warps per strip
-    const KernelFn kernel = s.mma && s.mma_strips ? cuda::detail::mma_strips_kernel(w.prec, s.row_tile, s.mma_stage, s.mma_acts)
+    const KernelFn kernel = s.mma && s.mma_strips ? cuda::detail::mma_strips_kernel(w.prec, s.row_tile, s.mma_stage,
+                                                                                    s.mma_acts, s.mma_l2_ahead > 0)
                                                   : nullptr;
     if (!kernel || v.mma_ordered || v.mma_depth != 0 || v.mma_stage != 0 || v.mma_ring >= 0 || v.mma_unlean ||
         v.mma_acts || v.mma_strips_min_blocks != 0) {
@@ -321,21 +331,29 @@ Status launch_gemm_variant(const cuda::DeviceStrips& w, const cuda::GemmLaunch& 
                    "kernel alone (mode I8, strip blocks, nothing else changed)", v.mma_ways);
     }
     return cuda::detail::launch_mma_strips(w, a, nsplit, kernel, s.row_tile, stream, s.mma_stage, s.mma_acts,
-                                           v.mma_ways);
+                                           v.mma_ways, s.mma_l2_ahead);
   }
-  if (v.mma_pairs || v.mma_fold1) {  // the plan's strip kernel, one product form replaced
+  if (v.mma_pairs || v.mma_fold1 || v.mma_l2_ahead != 0) {  // the plan's strip kernel, one product form replaced
     constexpr bool kWords = cuda::detail::kMmaStripWords, kFold4 = cuda::detail::kMmaStripFold4;
     const bool on_ring = s.mma && s.mma_strips && s.mma_stage == 0;
-    const KernelFn kernel = !on_ring || (v.mma_pairs && v.mma_fold1) ? nullptr
-                            : v.mma_pairs ? mma_strips_forms<!kWords, kFold4>(w.prec, s.row_tile, s.mma_acts)
-                                          : mma_strips_forms<kWords, !kFold4>(w.prec, s.row_tile, s.mma_acts);
-    if (!kernel || v.mma_ordered || v.mma_depth != 0 || v.mma_stage != 0 || v.mma_ring >= 0 || v.mma_unlean ||
-        v.mma_acts || v.mma_strips_min_blocks != 0) {
-      return Error(TB_INVALID_ARGUMENT, "gemm variant: pair loads (q8) or the fold by floats exist for the plan's "
-                   "tensor-core strip kernel on the register ring alone (mode I8, strip blocks, no staged tiles, "
-                   "one of the two, nothing else changed)");
+    const int forms = int{v.mma_pairs} + int{v.mma_fold1} + int{v.mma_l2_ahead != 0};
+    const int rt = s.row_tile;
+    const bool acts = s.mma_acts || v.mma_acts;  // the plan's, or the staging kernel asked for
+    // Tiles into L2: as the plan's, none (-1), or so many groups ahead.
+    const int ahead = v.mma_l2_ahead == 0 ? s.mma_l2_ahead : std::max(v.mma_l2_ahead, 0);
+    const KernelFn kernel = !on_ring || forms != 1 ? nullptr
+                            : v.mma_pairs ? mma_strips_forms<!kWords, kFold4>(w.prec, rt, acts, ahead > 0)
+                            : v.mma_fold1 ? mma_strips_forms<kWords, !kFold4>(w.prec, rt, acts, ahead > 0)
+                                          : mma_strips_forms<kWords, kFold4>(w.prec, rt, acts, ahead > 0);
+    if (!kernel || v.mma_l2_ahead < -1 || v.mma_ordered || v.mma_depth != 0 || v.mma_stage != 0 ||
+        v.mma_ring >= 0 || v.mma_unlean || v.mma_strips_min_blocks != 0) {
+      return Error(TB_INVALID_ARGUMENT, "gemm variant: pair loads (q8), the fold by floats, or weight tiles asked "
+                   "into L2 (now %d groups ahead: -1 none, N > 0; activation-staging kernels) exist for the "
+                   "plan's tensor-core strip kernel on the register ring, or its activation-staging kernel (16 "
+                   "rows), alone (mode I8, strip blocks, no staged tiles, one of the three, nothing else "
+                   "changed)", v.mma_l2_ahead);
     }
-    return cuda::detail::launch_mma_strips(w, a, nsplit, kernel, s.row_tile, stream, 0, s.mma_acts, s.mma_ways);
+    return cuda::detail::launch_mma_strips(w, a, nsplit, kernel, rt, stream, 0, acts, s.mma_acts ? s.mma_ways : 0, ahead);
   }
   if (v.mma_strips_min_blocks != 0) {
     const KernelFn kernel =

@@ -29,6 +29,10 @@
 //              (q4: the product's kernel)
 //   mma_fold1  the plan's tensor-core strip blocks (register ring) folding their slice sums one
 //              float at a time, not four
+//   mma_l2_ahead  the plan's tensor-core strip blocks staging activations (register ring) asking
+//              each weight tile into L2 (cp.async.bulk.prefetch) N groups before the ring loads
+//              it, or not at all (-1) where the plan does. With mma_acts, mma_pairs, mma_fold1 and
+//              mma_l2_ahead replace their form in the activation-staging kernel, whatever the plan
 //   mma_ways   the plan's tensor-core strip blocks with fewer warps per strip (each warp runs more
 //              slices in turn; more strips per block, fewer blocks)
 //   mma_row_warps  tensor-core row-tile blocks with two warps per strip (half the rows each),
@@ -81,6 +85,8 @@ struct GemmVariant {
                               // product's min(nsplit, 8); fewer (dividing 8) put more strips in a block
   bool mma_pairs = false;      // tensor-core strip blocks (the plan's, register ring), q8: pair loads
   bool mma_fold1 = false;      // tensor-core strip blocks (the plan's, register ring): the fold by floats
+  int mma_l2_ahead = 0;        // tensor-core strip blocks (the plan's, register ring): 0 the plan's; -1
+                               // none; N > 0 tiles into L2 N groups ahead (activation-staging kernels)
   bool mma_unlean = false;     // tensor-core kernels (the plan's, strips or row tiles) in the other form
                               // of kLean than the product's (cuda::detail::kMmaStripsLean, kMmaRowsLean)
   // Tensor-core row-tile blocks (mode I8, M >= 2, every slice per block; force.mma_strips = kOff).
