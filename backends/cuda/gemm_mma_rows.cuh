@@ -1,5 +1,5 @@
-// The row-tile tensor-core kernel of the CUDA gemm (mode I8, M >= 2; the plan runs it past 32 rows
-// and from 16 on large grids: gemm_plan.h): a template shared by the product (gemm_mma.cu) and the
+// The row-tile tensor-core kernel of the CUDA gemm (mode I8, M >= 2; the plan runs it past 32 rows,
+// and at 16-32 where the plan takes no strip blocks: gemm_plan.h): a template shared by the product (gemm_mma.cu) and the
 // benchmark's variants (bench/cuda/gemm_variants.cu), which instantiate it with other row-warp
 // counts and float steps.
 //

@@ -11,8 +11,9 @@
 //     strips or longer shares, where the strip blocks would serialise).
 //   - Prefill in mode I8 runs the integer tensor cores on devices that have them (sm_80+) at
 //     every M > 1: the strip blocks (gemm_mma_strips.cuh: a strip's slices over a block's warps)
-//     up to 8 rows, and up to 32 where the row-tile blocks would not fill the GPU twice (gate_up),
-//     in 8-row tiles up to 16 rows, 16 above; otherwise the row-tile kernel (gemm_mma.cu), rows
+//     up to 8 rows, and up to 32 where the 16-row blocks staging activations fit (below) or the
+//     row-tile blocks would not fill the GPU twice, in 8-row tiles up to 16 rows, 16 above;
+//     otherwise the row-tile kernel (gemm_mma.cu), rows
 //     per block the smallest of 8, 16, 32, 64 that holds M (64 past it), every slice per block.
 //     The strip blocks keep their weight tiles in flight in shared memory (cp.async, 4 per warp)
 //     when they need more than one wave of blocks (lm_head; gate_up from 16 rows), in a ring of
@@ -20,8 +21,11 @@
 //     From 9 to 32 rows the strip blocks take 16-row tiles that stage the row tile's activations
 //     in shared memory once, with the register ring, held to 3 blocks per SM, where three such
 //     blocks' shared memory fits an SM and the blocks fill the GPU twice (gate_up, lm_head at K =
-//     2048; not gate's 192); at 9-16 rows they then run even where row-tile blocks would fill the
-//     GPU twice (lm_head M = 16: 125.7 vs 150.8 us). Past 16 rows (two row tiles or more) such
+//     2048; not gate's 192); they then run even where row-tile blocks would fill the GPU twice
+//     (lm_head M = 16: 125.7 vs 150.8 us; M = 32: 197.8 vs 203.7). Where one row tile holds every
+//     row and they take more than one wave (lm_head M 9-16), each warp asks its weight tiles into
+//     L2 four groups before its ring loads them (lm_head M = 16: 119.3 vs 123.3 us; with two row
+//     tiles the blocks of a strip already share its tiles in L2). Past 16 rows (two row tiles or more) such
 //     blocks take two strips each, four warps per strip, where three of them still fit an SM:
 //     one staging of the activations for both strips, one wave instead of two (gate_up M = 32).
 //     Strip blocks start while the kernel before them (the quantiser) runs where they are at
