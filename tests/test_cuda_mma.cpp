@@ -19,7 +19,7 @@ namespace twinbit::cuda_test {
 
 TEST_SUITE("gpu") {
 
-TEST_CASE("gpu gemm tensor cores (I8) and F32 equal reference bits for M 1..64, 128, 256, 512, q8 q4, (N,K) {(1000,2048) ragged, (257,8256) K > 8192 over 64 slices, (12288,256), (40000,512), (8448,1024) two strips a block past 16 rows, and 1 to 5 slices: (1000,128), (999,160), (300,96), (200,32)}") {
+TEST_CASE("gpu gemm tensor cores (I8) and F32 equal reference bits for M 1..64, 80, 96, 97, 128, 256, 512, q8 q4, (N,K) {(1000,2048) ragged, (257,8256) K > 8192 over 64 slices, (12288,256), (40000,512), (8448,1024) two strips a block past 16 rows, and 1 to 5 slices: (1000,128), (999,160), (300,96), (200,32)}") {
   auto cuda = cuda_or_skip();
   if (!cuda) return;
   struct ShapeCase {
@@ -28,12 +28,13 @@ TEST_CASE("gpu gemm tensor cores (I8) and F32 equal reference bits for M 1..64, 
   // The last four have fewer slices than a strip block has warps (split_plan: 4, 5, 3, 1): two
   // or eight strips per block, idle warps.
   // (8448, 1024): 8 slices, 264 strips; on 132 SMs the 16-row blocks stage their activations at
-  // 9-32 rows and take two strips each (4 warps per strip) from 17 rows.
+  // 9-96 rows and take two strips each (4 warps per strip) from 17 rows; row-tile blocks of 32
+  // rows from 97.
   const ShapeCase shapes[] = {{1000, 2048, 512}, {257, 8256, 512}, {12288, 256, 512}, {40000, 512, 64},
-                              {8448, 1024, 40}, {1000, 128, 64}, {999, 160, 64}, {300, 96, 64}, {200, 32, 64}};
+                              {8448, 1024, 128}, {1000, 128, 64}, {999, 160, 64}, {300, 96, 64}, {200, 32, 64}};
   std::vector<int64_t> ms;
   for (int64_t m = 1; m <= 64; ++m) ms.push_back(m);
-  for (int64_t m : {128, 256, 512}) ms.push_back(m);
+  for (int64_t m : {80, 96, 97, 128, 256, 512}) ms.push_back(m);
   int64_t calls = 0;
   for (tb_prec prec : {TB_PREC_Q8, TB_PREC_Q4}) {
     for (const ShapeCase& sc : shapes) {

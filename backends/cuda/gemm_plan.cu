@@ -188,10 +188,22 @@ PrefillPlan plan_prefill(tb_act_mode mode, const GemmForce& a, int64_t nstrips, 
   return pl;
 }
 
-// Rows per block of the row-tile tensor-core kernel: the smallest tile that holds M, 64 past it.
-int mma_row_tile(int64_t m, int forced) {
+// The most rows the strip blocks staging activations take (past them the row-tile blocks).
+constexpr int64_t kMmaStripsMaxRows = 96;
+
+// Blocks per SM of the 64-row row-tile kernel (ptxas's free choice: 254 registers, 128 threads).
+constexpr int64_t kMmaRows64BlocksPerSm = 2;
+
+// Rows per block of the row-tile tensor-core kernel: the smallest tile that holds M; past 32 rows
+// 64, or 32 where 64-row blocks would not fill the GPU twice (the 32-row kernel runs three a
+// SM): gate_up M = 128 / 256 on the H200 68.2 / 126.0 us at 32 rows against 75.0 / 142.1 at 64;
+// at M = 512 (768 blocks of 64) 238.5 against 210.1; lm_head M = 128 728.6 against 667.0
+// (docs/results/h200-2026-12-04-large-m.md).
+int mma_row_tile(int64_t m, int forced, int64_t nstrips, int64_t sms) {
   if (forced == 8 || forced == 16 || forced == 32 || forced == 64) return forced;
-  return m <= 8 ? 8 : m <= 16 ? 16 : m <= 32 ? 32 : 64;
+  if (m <= 32) return m <= 8 ? 8 : m <= 16 ? 16 : 32;
+  const int64_t blocks64 = ceil_div(nstrips, kStripsPerBlock) * ceil_div(m, int64_t{64});
+  return blocks64 < 2 * kMmaRows64BlocksPerSm * sms ? 32 : 64;
 }
 
 // Warps per strip of the strip blocks that stage activations over two row tiles or more (gate_up
@@ -253,7 +265,7 @@ GemmSchedule plan_gemm(const DeviceStrips& w, const GemmLaunch& a, int64_t nspli
                      (a.decode == DecodePath::kStripBlocks || (a.decode == DecodePath::kAuto && strips_auto));
     return s;
   }
-  const int mma_tile = mma_row_tile(a.m, force.row_tile);
+  const int mma_tile = mma_row_tile(a.m, force.row_tile, nstrips, sms);
   const int64_t mma_blocks = ceil_div(nstrips, kStripsPerBlock) * ceil_div(a.m, mma_tile);
   const bool fills_twice = mma_blocks >= 2 * sms;
   // Strip blocks of 16 rows that stage their activations: where three fit an SM's shared memory
@@ -266,9 +278,13 @@ GemmSchedule plan_gemm(const DeviceStrips& w, const GemmLaunch& a, int64_t nspli
                         ceil_div(nstrips, strips_per_block) >= 2 * sms;
   const bool acts_allowed = force.mma_acts != Toggle::kOff && force.mma_staged != Toggle::kOn && acts_fit &&
                             (force.row_tile == 0 || force.row_tile == detail::kMmaStripActsRows);
-  // Up to 32 rows the strip blocks staging activations beat the row-tile blocks also where those
-  // fill the GPU twice (lm_head M = 24 / 32 on the H200: 176.9 / 194.9 us against 184.6 / 198.9).
-  const bool strips_auto = a.m <= 8 || (a.m <= 32 && acts_allowed) || (a.m <= 32 && !fills_twice);
+  // Up to 96 rows the strip blocks staging activations beat the row-tile blocks also where those
+  // fill the GPU twice (lm_head M = 24 / 32 on the H200: 176.9 / 194.9 us against 184.6 / 198.9;
+  // M = 64 / 96: 364.4 / 533.0 against 381.8 / 580.8 on 64-row blocks; gate_up M = 64 / 96:
+  // 41.7 / 58.6 against 72.1 on 64-row and 65.1 on 32-row blocks); at 128 rows they no longer do
+  // (gate_up 76.0 against 65.3 on 32-row blocks, lm_head 699.3 against 676.5 on 64-row blocks;
+  // docs/results/h200-2026-12-04-large-m.md).
+  const bool strips_auto = a.m <= 8 || (a.m <= kMmaStripsMaxRows && acts_allowed) || (a.m <= 32 && !fills_twice);
   const bool strips = force.mma_strips == Toggle::kOn || (force.mma_strips == Toggle::kAuto && strips_auto);
   const bool mma_auto = strips || a.m > 32 || (a.m >= 16 && fills_twice);
   if (a.mode == TB_ACT_I8 && force.cols != 2 &&

@@ -11,18 +11,19 @@
 //     strips or longer shares, where the strip blocks would serialise).
 //   - Prefill in mode I8 runs the integer tensor cores on devices that have them (sm_80+) at
 //     every M > 1: the strip blocks (gemm_mma_strips.cuh: a strip's slices over a block's warps)
-//     up to 8 rows, and up to 32 where the 16-row blocks staging activations fit (below) or the
-//     row-tile blocks would not fill the GPU twice, in 8-row tiles up to 16 rows, 16 above;
-//     otherwise the row-tile kernel (gemm_mma.cu), rows
-//     per block the smallest of 8, 16, 32, 64 that holds M (64 past it), every slice per block.
+//     up to 8 rows, up to 96 where the 16-row blocks staging activations fit (below), and up to
+//     32 where the row-tile blocks would not fill the GPU twice, in 8-row tiles up to 16 rows, 16
+//     above; otherwise the row-tile kernel (gemm_mma.cu), every slice per block, rows per block
+//     the smallest of 8, 16, 32 that holds M; past 32 rows 64, or 32 where 64-row blocks (two per
+//     SM) would not fill the GPU twice (gate_up M = 65..320).
 //     The strip blocks keep their weight tiles in flight in shared memory (cp.async, 4 per warp)
 //     when they need more than one wave of blocks (lm_head; gate_up from 16 rows), in a ring of
 //     registers otherwise (gate_up up to 8 rows: one wave, where the staged form was slower).
-//     From 9 to 32 rows the strip blocks take 16-row tiles that stage the row tile's activations
+//     From 9 to 96 rows the strip blocks take 16-row tiles that stage the row tile's activations
 //     in shared memory once, with the register ring, held to 3 blocks per SM, where three such
 //     blocks' shared memory fits an SM and the blocks fill the GPU twice (gate_up, lm_head at K =
 //     2048; not gate's 192); they then run even where row-tile blocks would fill the GPU twice
-//     (lm_head M = 16: 125.7 vs 150.8 us; M = 32: 197.8 vs 203.7). Where one row tile holds every
+//     (lm_head M = 16: 125.7 vs 150.8 us; M = 32: 197.8 vs 203.7; M = 96: 533.0 vs 580.8). Where one row tile holds every
 //     row and they take more than one wave (lm_head M 9-16), each warp asks its weight tiles into
 //     L2 four groups before its ring loads them (lm_head M = 16: 119.3 vs 123.3 us; with two row
 //     tiles the blocks of a strip already share its tiles in L2). Past 16 rows (two row tiles or more) such

@@ -452,8 +452,15 @@ Status run_cuda(const Options& opt, std::vector<Case>& out) {
               v.force.mma_strips = Toggle::kOff;
               v.force.all_slices = Toggle::kOff;
             });
+            if (m > 32) {  // past 32 rows the plan takes 32 or 64 by grid size: both timed
+              add("mma_rowtile64", [](GemmVariant& v) {
+                v.force.mma = Toggle::kOn;
+                v.force.mma_strips = Toggle::kOff;
+                v.force.row_tile = 64;
+              });
+            }
             const int def = m <= 8 ? 8 : m <= 16 ? 16 : m <= 32 ? 32 : 64;
-            if (def > 8) {  // half the plan's tile: twice the blocks, each weight tile read twice
+            if (def > 8) {  // half the smallest tile holding M: twice the blocks, each weight tile read twice
               const int rt = def / 2;
               add(Format("mma_rowtile%d", rt).c_str(), [rt](GemmVariant& v) {
                 v.force.mma = Toggle::kOn;
