@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <string>
 #include <thread>
 
@@ -169,6 +170,47 @@ TEST_CASE("gpu gemm without graphs equals reference bits, q8 q4 x f32 i8, M{1,8,
                                            << ", want " << (at < 0 ? 0.0f : want[at]) << " got "
                                            << (at < 0 ? 0.0f : got[at]));
           }
+        }
+      }
+    }
+  }
+  REQUIRE(cuda->set_switch("cuda.set_use_graphs", 1).ok());
+}
+
+TEST_CASE("gpu gemm outputs of 1 MiB and more leave in chunks copied out as they land: bits equal the reference just under, at and past a chunk, with rows packed and with a row stride ldy > n whose gaps stay untouched, with and without graphs, q8 f32 i8, N1000 K256") {
+  auto cuda = cuda_or_skip();
+  if (!cuda) return;
+  constexpr int64_t n = 1000, k = 256;
+  HostStrips h = random_strips(TB_PREC_Q8, n, k, 907);
+  auto bound = cuda->bind(strips_view(h));
+  REQUIRE(bound.ok());
+  const float gap = std::nanf("0x5ca");
+  uint32_t gap_bits = 0;
+  std::memcpy(&gap_bits, &gap, 4);
+  for (int graphs : {1, 0}) {
+    REQUIRE(cuda->set_switch("cuda.set_use_graphs", graphs).ok());
+    // 262 rows: 262000 floats, under a 1 MiB chunk (one copy); 263: two chunks; 600: three.
+    for (int64_t m : {262, 263, 600}) {
+      for (int64_t ldy : {n, n + 3}) {
+        for (tb_act_mode mode : {TB_ACT_F32, TB_ACT_I8}) {
+          Activations a = make_activations(m, k, 53 + m);
+          const auto want = reference(mode, m, h.view, a);
+          std::vector<float> got(static_cast<size_t>(m * ldy), gap);
+          tb_gemm_args g = gemm_args(mode, m, h.view, a, got.data());
+          g.ldy = ldy;
+          REQUIRE(cuda->gemm(*bound, g).ok());
+          int64_t differ = 0, touched = 0;
+          for (int64_t r = 0; r < m; ++r) {
+            differ += std::memcmp(want.data() + r * n, got.data() + r * ldy, n * 4) != 0;
+            for (int64_t c = n; c < ldy; ++c) {
+              uint32_t bits = 0;
+              std::memcpy(&bits, &got[static_cast<size_t>(r * ldy + c)], 4);
+              touched += bits != gap_bits;
+            }
+          }
+          CHECK_MESSAGE(differ == 0, std::string(act_mode_name(mode)) << " M=" << m << " ldy=" << ldy << " graphs="
+                                         << graphs << ": " << differ << " rows differ");
+          CHECK_MESSAGE(touched == 0, "M=" << m << " ldy=" << ldy << ": " << touched << " gap floats written");
         }
       }
     }

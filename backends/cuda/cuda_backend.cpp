@@ -1,4 +1,5 @@
-// The CUDA backend: device-resident weights, pinned staging, one synchronisation per call.
+// The CUDA backend: device-resident weights, pinned staging, one synchronisation per call (a large
+// gemm output: one per chunk, each copied out as it lands; output_copy.h).
 //
 // Per call the backend leases a Lane (a stream, pinned host staging for inputs and outputs,
 // device buffers, the gemm workspace and the captured graphs); a lane serves one call at a time
@@ -25,6 +26,7 @@
 #include "artifacts/read_guard.h"
 #include "backends/cuda/cuda_status.h"
 #include "backends/cuda/device_calls.h"
+#include "backends/cuda/output_copy.h"
 #include "backends/cuda/quantize_kernels.h"
 #include <twinbit/backend_params.hpp>
 #include "core/numerics.h"
@@ -130,6 +132,7 @@ struct Lane {
   std::map<GraphKey, cudaGraphExec_t> graphs;  // valid while no buffer above moves
   void* h_out_mapped_of = nullptr;  // h_out.p whose device address h_out_mapped is
   void* h_out_mapped = nullptr;
+  OutputEvents out_events;  // large outputs: one per chunk copied out (output_copy.h)
 
   void drop_graphs() {
     for (auto& [key, exec] : graphs) cudaGraphExecDestroy(exec);
@@ -165,6 +168,7 @@ struct Ctx {
   std::atomic<bool> use_graphs{true};
   std::atomic<int> decode_path{static_cast<int>(DecodePath::kAuto)};
   std::atomic<bool> direct_output{true};
+  std::atomic<bool> chunked_output{true};
   std::atomic<int> gdn_variant{0};
 
   ~Ctx() {
@@ -366,6 +370,7 @@ struct GemmPlan {
   size_t in_bytes = 0, out_bytes = 0, x_off_xd = 0;
   DecodePath decode = DecodePath::kAuto;
   float* direct_y = nullptr;  // device view of the pinned output staging, or null: copy back
+  bool chunked_out = false;   // the copy back is not enqueued here: copy_output_chunked after
 };
 
 // Enqueues the call's device work on the lane's stream: one H2D copy, the launches, one D2H copy.
@@ -388,7 +393,7 @@ Status enqueue_gemm(Lane& l, const DeviceStrips& w, tb_act_mode mode, const Gemm
     a.counters = static_cast<unsigned*>(l.d_counters.p);
     TB_RETURN_IF_ERROR(launch_gemm(w, a, l.stream));
   }
-  if (!p.direct_y) {
+  if (!p.direct_y && !p.chunked_out) {
     TB_CUDA_TRY(cudaMemcpyAsync(l.h_out.p, l.d_out.p, p.out_bytes, cudaMemcpyDeviceToHost, l.stream));
   }
   return Status();
@@ -396,7 +401,7 @@ Status enqueue_gemm(Lane& l, const DeviceStrips& w, tb_act_mode mode, const Gemm
 
 Status run_gemm_graph(Lane& l, const Bound& b, tb_act_mode mode, const GemmPlan& p) {
   const GraphKey key{b.id, p.m, static_cast<int>(mode),
-                     (p.direct_y ? 1 : 0) | (static_cast<int>(p.decode) << 1)};
+                     (p.direct_y ? 1 : 0) | (p.chunked_out ? 2 : 0) | (static_cast<int>(p.decode) << 2)};
   auto it = l.graphs.find(key);
   if (it == l.graphs.end()) {
     if (l.graphs.size() >= kMaxGraphsPerLane) l.drop_graphs();
@@ -466,6 +471,7 @@ Status gemm_impl(Ctx& c, const Bound& b, const tb_gemm_args& a) {
     }
     p.direct_y = static_cast<float*>(l.h_out_mapped);
   }
+  p.chunked_out = !p.direct_y && p.out_bytes >= kChunkedOutputBytes && c.chunked_output.load(std::memory_order_relaxed);
 
   // Pack the activations into pinned staging, rows contiguous (K == Kp: K % 32 == 0 here).
   if (a.mode == TB_ACT_F32) {
@@ -483,6 +489,12 @@ Status gemm_impl(Ctx& c, const Bound& b, const tb_gemm_args& a) {
     TB_RETURN_IF_ERROR(run_gemm_graph(l, b, a.mode, p));
   } else {
     TB_RETURN_IF_ERROR(enqueue_gemm(l, w, a.mode, p));
+  }
+  if (p.chunked_out) {  // the output leaves in chunks, each copied out as it lands
+    TB_RETURN_IF_ERROR(copy_output_chunked(l.stream, static_cast<const float*>(l.d_out.p),
+                                           static_cast<float*>(l.h_out.p), a.m, w.n, a.y, a.ldy, l.out_events));
+    TB_CUDA_TRY(cudaStreamSynchronize(l.stream));  // nothing left to wait for; surfaces any error
+    return Status();
   }
   TB_CUDA_TRY(cudaStreamSynchronize(l.stream));  // the call's one synchronisation
   for (int64_t r = 0; r < a.m; ++r) {
@@ -709,6 +721,9 @@ tb_code sw_use_graphs(void* c, int64_t v, tb_error* err) {
 tb_code sw_direct_output(void* c, int64_t v, tb_error* err) {
   return set_bool_switch<&Ctx::direct_output>(c, v, err, "cuda.set_direct_output");
 }
+tb_code sw_chunked_output(void* c, int64_t v, tb_error* err) {
+  return set_bool_switch<&Ctx::chunked_output>(c, v, err, "cuda.set_chunked_output");
+}
 tb_code sw_decode_path(void* c, int64_t v, tb_error* err) {
   return set_int_switch<&Ctx::decode_path, static_cast<int64_t>(DecodePath::kStripBlocks)>(
       c, v, err, "cuda.set_decode_path");
@@ -791,6 +806,7 @@ void* get_proc(void*, const char* name) {
     tb_switch_fn fn;
   } kSwitches[] = {{"cuda.set_use_graphs", sw_use_graphs},
                    {"cuda.set_direct_output", sw_direct_output},
+                   {"cuda.set_chunked_output", sw_chunked_output},
                    {"cuda.set_decode_path", sw_decode_path},
                    {"cuda.set_gdn_variant", sw_gdn_variant}};
   for (const auto& p : kSwitches) {

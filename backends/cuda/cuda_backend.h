@@ -34,6 +34,9 @@ Status device_strips(const tb_backend& b, void* handle, DeviceStrips* out);
 //                             (0 kAuto, the default; 1 kSliceBlocks; 2 kStripBlocks).
 //   "cuda.set_direct_output"  1: gemm outputs up to 64 KiB written by the kernel into the pinned
 //                             host staging (default); 0: one device-to-host copy.
+//   "cuda.set_chunked_output" 1: gemm outputs of 1 MiB and more leave in 1 MiB chunks, each copied
+//                             into the caller's rows (over oneTBB's threads) as it lands (default,
+//                             output_copy.h); 0: one device-to-host copy, then one memcpy.
 //   "cuda.set_gdn_variant"    gdn_delta: a GdnVariant (0 kAuto: register twin for kd == vd ==
 //                             128, the default; 1 kGeneric always).
 // A value out of range is INVALID_ARGUMENT naming the switch. Not thread-safe against
