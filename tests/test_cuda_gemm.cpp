@@ -177,7 +177,7 @@ TEST_CASE("gpu gemm without graphs equals reference bits, q8 q4 x f32 i8, M{1,8,
   REQUIRE(cuda->set_switch("cuda.set_use_graphs", 1).ok());
 }
 
-TEST_CASE("gpu gemm outputs of 1 MiB and more leave in chunks copied out as they land: bits equal the reference just under, at and past a chunk, with rows packed and with a row stride ldy > n whose gaps stay untouched, with and without graphs, q8 f32 i8, N1000 K256") {
+TEST_CASE("gpu gemm outputs of 1 MiB and more leave in chunks copied out as they land: bits equal the reference under one chunk (one copy), just past one (two chunks) and at three, with rows packed and with a row stride ldy > n whose gaps stay untouched, with and without graphs, q8 f32 i8, N1000 K256") {
   auto cuda = cuda_or_skip();
   if (!cuda) return;
   constexpr int64_t n = 1000, k = 256;
