@@ -183,6 +183,27 @@ TEST_CASE("gpu gemm every benchmark variant (bench/cuda/gemm_variants.h) equals 
          v.force.all_slices = Toggle::kOn;
          v.mma_rows_min_blocks = 0;
        }, false},
+      {"prefill: mma row tile 64, register fold, M 33", 33, kAuto, [](GemmVariant& v) {
+         v.force.mma = Toggle::kOn;
+         v.force.mma_strips = Toggle::kOff;
+         v.force.row_tile = 64;
+         v.force.all_slices = Toggle::kOn;
+         v.mma_reg_fold = true;
+       }, false},
+      {"prefill: mma row tile 32, register fold, M 33", 33, kAuto, [](GemmVariant& v) {
+         v.force.mma = Toggle::kOn;
+         v.force.mma_strips = Toggle::kOff;
+         v.force.row_tile = 32;
+         v.force.all_slices = Toggle::kOn;
+         v.mma_reg_fold = true;
+       }, false},
+      {"prefill: mma row tile 64, ptxas's registers, M 33", 33, kAuto, [](GemmVariant& v) {
+         v.force.mma = Toggle::kOn;
+         v.force.mma_strips = Toggle::kOff;
+         v.force.row_tile = 64;
+         v.force.all_slices = Toggle::kOn;
+         v.mma_rows_min_blocks = 0;
+       }, false},
       {"prefill: mma row tile 64, unbiased mmas, M 33", 33, kAuto, [](GemmVariant& v) {
          v.force.mma = Toggle::kOn;
          v.force.mma_strips = Toggle::kOff;

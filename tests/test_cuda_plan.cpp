@@ -88,17 +88,17 @@ TEST_CASE("cuda gemm plan on 132 SMs, M32: F32 lm_head two strips per warp in ro
   CHECK(describe(s) == "row tile 8, 1 strips per warp, one slice, rows outside");
 }
 
-TEST_CASE("cuda gemm plan, mode I8 on 132 SMs: tensor cores for every M > 1: strip blocks up to 8 rows, up to 96 where 16-row blocks staging their activations fit, up to 32 where row-tile blocks would not fill the GPU twice, in tiles of 8 rows up to 8, 16 staging activations above (tiles into L2 ahead past one wave of one row tile); row-tile blocks otherwise (the smallest of 8/16/32 holding M; past 32 rows 64, or 32 where 64-row blocks would not fill the GPU twice); never at M = 1 or in mode F32; forced on or off") {
+TEST_CASE("cuda gemm plan, mode I8 on 132 SMs: tensor cores for every M > 1: strip blocks up to 8 rows, up to 96 where 16-row blocks staging their activations fit, up to 32 where row-tile blocks would not fill the GPU twice, in tiles of 8 rows up to 8, 16 staging activations above (tiles into L2 ahead past one wave of one row tile); row-tile blocks otherwise (the smallest of 8/16/32 holding M; past 32 rows 64, or 32 where there would be fewer than two 64-row blocks an SM); never at M = 1 or in mode F32; forced on or off") {
   for (int64_t m : {33, 64, 96}) {  // gate_up: 16-row strip blocks staging activations, two strips a block
     CHECK(describe(plan(12288, 2048, m, TB_ACT_I8)) ==
           "tensor-core strip blocks, row tile 16, activations staged, 4 warps per strip");
     CHECK(describe(plan(151936, 2048, m, TB_ACT_I8)) == "tensor-core strip blocks, row tile 16, activations staged");
   }
-  // gate_up: 96 blocks of 4 strips per row tile; 64-row tiles fill 2 x 2 x 132 = 528 blocks from
-  // M = 321 on. lm_head (1187 per row tile) always.
-  for (int64_t m : {97, 128, 256, 320, 321, 512}) {
+  // gate_up: 96 blocks of 4 strips per row tile; 64-row tiles reach two blocks an SM (264) from
+  // M = 129 on (three row tiles). lm_head (1187 per row tile) always.
+  for (int64_t m : {97, 128, 129, 256, 320, 321, 512}) {
     CHECK_MESSAGE(describe(plan(12288, 2048, m, TB_ACT_I8)) ==
-                      "tensor cores, row tile " + std::to_string(m <= 320 ? 32 : 64) + ", every slice", "M=" << m);
+                      "tensor cores, row tile " + std::to_string(m <= 128 ? 32 : 64) + ", every slice", "M=" << m);
     CHECK(describe(plan(151936, 2048, m, TB_ACT_I8)) == "tensor cores, row tile 64, every slice");
     CHECK_FALSE(plan(12288, 2048, m, TB_ACT_F32).mma);
   }

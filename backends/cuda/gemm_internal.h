@@ -48,8 +48,13 @@ struct Params {
 // test of the weight scales; gemm_mma.cuh, tile_operands): the strip blocks run it (gate_up M = 2
 // 14.43 vs 14.69 us, M = 32 34.14 vs 35.07, lm_head M = 8 93.92 vs 95.10 on the H200), the row-tile
 // blocks do not (lm_head M = 16 166.3 vs 150.8, M = 32 206.5 vs 202.6; h200-2026-12-03-rows.md).
+// Once the row tiles of 32 and 64 rows folded in shared memory they did for q8 (64 rows: lm_head
+// M = 128 / 512 500.1 / 1816.2 vs 556.5 / 2034.8, gate_up M = 512 174.5 vs 194.7; 32 rows: gate_up
+// M = 128 58.4 vs 60.2) but still not for q4 (lm_head M = 512 2396.0 vs 2213.9, gate_up 215.7 vs
+// 208.1; h200-2026-12-04-smem-fold.md).
 constexpr bool kMmaStripsLean = true;
-constexpr bool kMmaRowsLean = false;
+template <tb_prec P, int MT>
+constexpr bool kMmaRowsLean = P == TB_PREC_Q8 && MT >= 32;
 
 // Slice z's first group, as twinbit::slice_begin (core/numerics.h) from the host's terms.
 #ifdef __CUDACC__
@@ -146,6 +151,11 @@ Status launch_mma_strips(const DeviceStrips& w, const GemmLaunch& a, int64_t nsp
 // Threads per block of the tensor-core kernel of row tile mt (kThreads, or twice that at 64 rows:
 // two warps per strip split the rows).
 int mma_threads(int mt);
+// Dynamic shared memory of the product's row-tile tensor-core kernel of row tile mt over every
+// slice (all_slices) or one: its fold's sums where it keeps them there (kMmaRowsSmemFold), else 0.
+size_t mma_rows_smem(int mt, bool all_slices);
+// Lets `kernel` take `bytes` of dynamic shared memory (past the default 48 KiB), once per size.
+Status allow_smem(KernelFn kernel, size_t bytes);
 
 // ---- the strip kernel (decode, one block per strip; gemm_decode.cu) ----
 
@@ -176,9 +186,9 @@ Result<int64_t> resident_blocks(KernelFn kernel);
 // launches `kernel` over row tiles of mt rows, cols strips per warp, slices_per_block
 // consecutive slices per block, on `stream`.
 // `threads` per block: kThreads, or a multiple of it for kernels whose extra warps share the
-// same strips (the tensor-core kernel at 64 rows).
+// same strips (the tensor-core kernel at 64 rows); `smem`: the kernel's dynamic shared memory.
 Status launch_slice_blocks(const DeviceStrips& w, const GemmLaunch& a, int64_t nsplit, KernelFn kernel,
                            int mt, int cols, int64_t slices_per_block, cudaStream_t stream,
-                           int threads = kThreads);
+                           int threads = kThreads, size_t smem = 0);
 
 }  // namespace twinbit::cuda::detail

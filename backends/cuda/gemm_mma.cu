@@ -33,6 +33,17 @@ int mma_threads(int mt) {
   return kThreads;
 }
 
+size_t mma_rows_smem(int mt, bool all_slices) {
+  if (!all_slices) return 0;
+  switch (mt) {
+    case 8: return kMmaRowsSmemFold<8> ? kMmaRowsFoldBytes<8, kRowWarps<8>> : 0;
+    case 16: return kMmaRowsSmemFold<16> ? kMmaRowsFoldBytes<16, kRowWarps<16>> : 0;
+    case 32: return kMmaRowsSmemFold<32> ? kMmaRowsFoldBytes<32, kRowWarps<32>> : 0;
+    case 64: return kMmaRowsSmemFold<64> ? kMmaRowsFoldBytes<64, kRowWarps<64>> : 0;
+  }
+  return 0;
+}
+
 KernelFn mma_kernel(tb_prec prec, int mt, bool all_slices) {
   switch (prec) {
     case TB_PREC_Q8: return mma_kernel_of<TB_PREC_Q8>(mt, all_slices);

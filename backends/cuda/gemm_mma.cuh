@@ -94,6 +94,17 @@ __device__ __forceinline__ void prefetch_l2_bulk(const void* gmem_src, unsigned 
   (void)bytes;
 #endif
 }
+// cp_async16 that copies the 16 bytes when `full`, else writes 16 zero bytes (src-size 0: the
+// source is not read, but must still be a valid address).
+__device__ __forceinline__ void cp_async16_or_zero(void* smem_dst, const void* gmem_src, bool full) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem_dst));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(gmem_src), "r"(full ? 16 : 0)
+               : "memory");
+#else
+  __trap();
+#endif
+}
 __device__ __forceinline__ void cp_async_commit() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   asm volatile("cp.async.commit_group;\n" ::: "memory");

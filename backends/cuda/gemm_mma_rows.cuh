@@ -50,10 +50,26 @@ constexpr bool kMmaRowsBiased = true;
 // Blocks per SM the registers of the every-slice kernel are held to (0: ptxas's own choice). At
 // 32 rows its free choice (181 registers) left two blocks of 4 warps per SM, too few to cover the
 // weight reads: held to three (168, 20 bytes spilled) lm_head M = 32 took 203 us against 265 on
-// the H200 (docs/results/h200-2026-12-03-rows.md). 64 rows spill 600 bytes at three; 8 and 16
-// measured level.
+// the H200 (docs/results/h200-2026-12-03-rows.md). 64 rows, with the fold in shared memory
+// (kSmemFold), hold to three without spilling in q8 (168 registers; q4 spills 112 bytes) and ran
+// faster than ptxas's 202 registers at two a SM (lm_head M = 512 1574.1 vs 1668.5 us, q4 2236.1
+// vs 3070.6; h200-2026-12-04-smem-fold.md); 8 and 16 measured level.
 template <int MT>
-constexpr int kMmaRowsMinBlocks = MT == 32 ? 3 : 0;
+constexpr int kMmaRowsMinBlocks = MT == 32 ? 3 : MT == 64 ? 3 : 0;
+
+// The every-slice kernel keeps its fold's running sums in the block's dynamic shared memory, not
+// in registers (kSmemFold), at these row tiles: at 64 rows the register fold held 128 floats a
+// thread (254 registers, two blocks an SM), and ptxas re-materialised the mma's bias start and A
+// fragments before every mma under that pressure (12 register moves per 24 float-step
+// instructions).
+template <int MT>
+constexpr bool kMmaRowsSmemFold = MT >= 32;
+
+// Bytes of dynamic shared memory the every-slice kernel of MT rows (kRW warps a strip) folds in:
+// one float4 per (warp, 8-row tile, half of the strip, lane), each lane reading and writing only
+// its own (no barrier; 16-byte accesses at consecutive addresses, conflict-free).
+template <int MT, int kRW>
+constexpr size_t kMmaRowsFoldBytes = size_t{kStripsPerBlock} * kRW * (MT / 8 / kRW) * 2 * 32 * sizeof(float4);
 
 template <int MT>
 struct MmaStage {
@@ -61,11 +77,11 @@ struct MmaStage {
   float xd[kChunkGroups][MT];         // activation scales: (group, row)
 };
 
-// Stages groups [c0, c0 + cn) of rows [m0, m0 + rows) in fragment order; rows past the end are
-// zero codes and zero scales (computed, never stored).
+// The fragments one at a time (q4: a lane's fragment is bytes 4 tig.. and 16 + 4 tig.. of its row,
+// not a contiguous copy).
 template <tb_prec P, int MT, int kRW>
-__device__ __forceinline__ void stage_mma(const Params& p, MmaStage<MT>& s, int64_t m0, int rows, int c0,
-                                          int cn) {
+__device__ __forceinline__ void stage_fragments(const Params& p, MmaStage<MT>& s, int64_t m0, int rows, int c0,
+                                                int cn) {
   constexpr int kJ = MT / 8, kBlock = kThreads * kRW;
   const int64_t kp = static_cast<int64_t>(p.ngroups) * 32;
   for (int i = threadIdx.x; i < cn * kJ * 32; i += kBlock) {
@@ -74,23 +90,50 @@ __device__ __forceinline__ void stage_mma(const Params& p, MmaStage<MT>& s, int6
     const int8_t* row = p.xq + (m0 + (r < rows ? r : 0)) * kp + (c0 + gl) * 32;
     s.b[gl][j][l] = load_act_fragment<P>(row, r < rows, tig);
   }
+}
+
+// Stages groups [c0, c0 + cn) of rows [m0, m0 + rows) in fragment order; rows past the end are
+// zero codes and zero scales (computed, never stored). The caller's barrier makes them visible.
+// q8: the fragments of an 8-row tile (lane 4 r + tig: the 8 bytes at 8 tig of row r) are those
+// rows' 32 codes of the group in order, so the codes are copied as they are, 16 bytes at a time
+// by cp.async (xq rows start on 16 bytes: kp is a multiple of 32 and every xq buffer is aligned,
+// device_calls.cpp checks a caller's); a copy per fragment cost ~35 instructions a fragment.
+template <tb_prec P, int MT, int kRW>
+__device__ __forceinline__ void stage_mma(const Params& p, MmaStage<MT>& s, int64_t m0, int rows, int c0,
+                                          int cn) {
+  constexpr int kBlock = kThreads * kRW;
+  const int64_t kp = static_cast<int64_t>(p.ngroups) * 32;
+  if constexpr (P == TB_PREC_Q8) {
+    for (int i = threadIdx.x; i < cn * MT * 2; i += kBlock) {
+      const int half = i & 1, r = (i >> 1) % MT, gl = (i >> 1) / MT;
+      const int8_t* src = p.xq + (m0 + (r < rows ? r : 0)) * kp + (c0 + gl) * 32 + half * 16;
+      cp_async16_or_zero(reinterpret_cast<uint8_t*>(&s.b[gl][r >> 3][(r & 7) * 4]) + half * 16, src, r < rows);
+    }
+    cp_async_commit();
+  } else {
+    stage_fragments<P, MT, kRW>(p, s, m0, rows, c0, cn);
+  }
   for (int i = threadIdx.x; i < cn * MT; i += kBlock) {
     const int gl = i / MT, r = i % MT;
     s.xd[gl][r] = r < rows ? __ldg(p.xd + (m0 + r) * p.ngroups + c0 + gl) : 0.0f;
   }
+  if constexpr (P == TB_PREC_Q8) cp_async_wait<0>();
 }
 
 // Element e = 4h + i of an 8-row tile's accumulators: column 16h + gid + 8 * (i >> 1) of the
 // strip, row tig * 2 + (i & 1) of the tile (the mma's D fragment).
-// No blocks-per-SM bound: ptxas's own choice (84-254 registers) measured fastest. Even a bound of
-// 1 changes its choice (more registers, lm_head M = 512 2744 vs 2466 us on the H200), and holding
-// 64-row tiles to 128 registers spilled (2882 us).
-// kRW warps share a strip, each taking MT / kRW of the rows. kBiased: the mma's accumulators
+// The one-slice form and the tiles of 8 and 16 rows take ptxas's own register choice (a bound of
+// even 1 changes it: kMmaRowsMinBlocks).
+// kRW warps share a strip, each taking MT / kRW of the rows. kSmemFold (every-slice form only):
+// the fold's sums in dynamic shared memory (kMmaRowsFoldBytes), and every 8-row tile of the row
+// tile computed, the rows past M being zero codes and scales never stored (a warp-uniform test
+// per tile cost a compare, a branch and a warp sync before every mma pair). kBiased: the mma's accumulators
 // start at the bits of 1.5 * 2^23, so float(isum) is one FADD (three float-step instructions per
 // element); otherwise they start at 0 and the bias is an integer add first (four). kLean: slice
 // bounds from the host's terms (slice_lo) and the packed NaN test of the scales (tile_operands).
-template <tb_prec P, int MT, bool kAll, int kRW, bool kBiased, bool kLean>
+template <tb_prec P, int MT, bool kAll, int kRW, bool kBiased, bool kLean, bool kSmemFold>
 __device__ __forceinline__ void gemm_mma_rows(const Params& p) {
+  static_assert(!kSmemFold || kAll, "the shared-memory fold is the every-slice kernel's");
   constexpr int kJ = MT / 8 / kRW, kDepth = kMmaDepth<MT>;
   // With one warp per strip the warp's rows start at tile 0, as a constant.
   const int warp = kRW == 1 ? static_cast<int>(threadIdx.x >> 5) : static_cast<int>(threadIdx.x >> 5) % kStripsPerBlock;
@@ -118,21 +161,29 @@ __device__ __forceinline__ void gemm_mma_rows(const Params& p) {
 
   __shared__ __align__(16) MmaStage<MT> stage;
   __shared__ unsigned is_last;
-  float acc[kJ][8], out[kAll ? kJ : 1][8];
+  constexpr bool kRegFold = kAll && !kSmemFold;
+  extern __shared__ float4 fold_smem[];
+  float4* fold = fold_smem + static_cast<int>(threadIdx.x >> 5) * kJ * 2 * 32 + lane;  // (j, h) at (2j + h) * 32
+  float acc[kJ][8], out[kRegFold ? kJ : 1][8];
 #pragma unroll
   for (int j = 0; j < kJ; ++j) {
 #pragma unroll
     for (int e = 0; e < 8; ++e) acc[j][e] = 0.0f;
   }
 #pragma unroll
-  for (int j = 0; j < (kAll ? kJ : 1); ++j) {
+  for (int j = 0; j < (kRegFold ? kJ : 1); ++j) {
 #pragma unroll
     for (int e = 0; e < 8; ++e) out[j][e] = 0.0f;
+  }
+  if constexpr (kSmemFold) {
+#pragma unroll
+    for (int i = 0; i < kJ * 2; ++i) fold[i * 32] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
   }
   int z = z_first;
   int z_end = end_group(z);
   constexpr int kTileBytes = P == TB_PREC_Q8 ? 1024 : 512;
   const int64_t tile0 = static_cast<int64_t>(active ? strip : 0) * p.ngroups;
+  const int lane_off = lane_code_offset<P>(gid, tig);
 
   for (int c0 = gbeg; c0 < gend; c0 += kChunkGroups) {
     const int cn = min(kChunkGroups, gend - c0);
@@ -141,7 +192,7 @@ __device__ __forceinline__ void gemm_mma_rows(const Params& p) {
     MmaTile ring[kDepth];
 #pragma unroll
     for (int i = 0; i < kDepth; ++i) {
-      if (active && i < cn) ring[i] = load_mma_tile<P>(codes + i * kTileBytes, scales + i * 32, gid, tig);
+      if (active && i < cn) ring[i] = load_mma_tile_lane<P, false, true>(codes + i * kTileBytes + lane_off, scales + i * 32 + gid);
     }
     __syncthreads();
     stage_mma<P, MT, kRW>(p, stage, m0, rows, c0, cn);
@@ -155,14 +206,14 @@ __device__ __forceinline__ void gemm_mma_rows(const Params& p) {
           if (gl < cn) {
             const MmaTile t = ring[i];  // later groups' loads stay in flight while this one runs
             if (gl + kDepth < cn) {
-              ring[i] = load_mma_tile<P>(codes + (gl + kDepth) * kTileBytes, scales + (gl + kDepth) * 32, gid, tig);
+              ring[i] = load_mma_tile_lane<P, false, true>(codes + (gl + kDepth) * kTileBytes + lane_off, scales + (gl + kDepth) * 32 + gid);
             }
             uint32_t a[2][4];
             float ws[4];
             tile_operands<P, kLean>(t, a, ws);
 #pragma unroll
             for (int j = 0; j < kJ; ++j) {
-              if ((j0 + j) * 8 < rows) {  // warp-uniform: empty 8-row tiles are skipped
+              if (kSmemFold || (j0 + j) * 8 < rows) {  // warp-uniform: empty 8-row tiles are skipped
                 const uint2 bf = stage.b[gl][j0 + j][lane];
                 const float2 xd = *reinterpret_cast<const float2*>(&stage.xd[gl][(j0 + j) * 8 + tig * 2]);
 #pragma unroll
@@ -185,9 +236,20 @@ __device__ __forceinline__ void gemm_mma_rows(const Params& p) {
               if (c0 + gl + 1 == z_end) {  // slice z complete: its turn in the fold
 #pragma unroll
                 for (int j = 0; j < kJ; ++j) {
+                  if constexpr (kSmemFold) {
+#pragma unroll
+                    for (int h = 0; h < 2; ++h) {
+                      float4 o = fold[(2 * j + h) * 32];
+                      o.x = __fadd_rn(o.x, acc[j][4 * h]);
+                      o.y = __fadd_rn(o.y, acc[j][4 * h + 1]);
+                      o.z = __fadd_rn(o.z, acc[j][4 * h + 2]);
+                      o.w = __fadd_rn(o.w, acc[j][4 * h + 3]);
+                      fold[(2 * j + h) * 32] = o;
+                    }
+                  }
 #pragma unroll
                   for (int e = 0; e < 8; ++e) {
-                    out[j][e] = __fadd_rn(out[j][e], acc[j][e]);
+                    if constexpr (!kSmemFold) out[j][e] = __fadd_rn(out[j][e], acc[j][e]);
                     acc[j][e] = 0.0f;
                   }
                 }
@@ -208,9 +270,20 @@ __device__ __forceinline__ void gemm_mma_rows(const Params& p) {
     if (active) {
 #pragma unroll
       for (int j = 0; j < kJ; ++j) {
+        if constexpr (kSmemFold) {
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const float4 o = fold[(2 * j + h) * 32];
+            out[0][4 * h] = o.x;
+            out[0][4 * h + 1] = o.y;
+            out[0][4 * h + 2] = o.z;
+            out[0][4 * h + 3] = o.w;
+          }
+        }
 #pragma unroll
         for (int e = 0; e < 8; ++e) {
-          if (row_of(j, e) < rows && col_of(e) < p.n) p.y[(m0 + row_of(j, e)) * p.n + col_of(e)] = out[j][e];
+          const float v = kSmemFold ? out[0][e] : out[j][e];
+          if (row_of(j, e) < rows && col_of(e) < p.n) p.y[(m0 + row_of(j, e)) * p.n + col_of(e)] = v;
         }
       }
     }
@@ -281,25 +354,28 @@ __device__ __forceinline__ void gemm_mma_rows(const Params& p) {
   }
 }
 
-template <tb_prec P, int MT, bool kAll, int kRW = kRowWarps<MT>, bool kBiased = kMmaRowsBiased, bool kLean = kMmaRowsLean>
+template <tb_prec P, int MT, bool kAll, int kRW = kRowWarps<MT>, bool kBiased = kMmaRowsBiased,
+          bool kLean = kMmaRowsLean<P, MT>, bool kSmemFold = kAll && kMmaRowsSmemFold<MT>>
 __global__ void __launch_bounds__(kThreads * kRW) gemm_mma_kernel(const Params p) {
-  gemm_mma_rows<P, MT, kAll, kRW, kBiased, kLean>(p);
+  gemm_mma_rows<P, MT, kAll, kRW, kBiased, kLean, kSmemFold>(p);
 }
 
 // The same kernel with its registers held to kMinBlocks blocks per SM.
-template <tb_prec P, int MT, bool kAll, int kRW, bool kBiased, int kMinBlocks, bool kLean = kMmaRowsLean>
+template <tb_prec P, int MT, bool kAll, int kRW, bool kBiased, int kMinBlocks, bool kLean = kMmaRowsLean<P, MT>,
+          bool kSmemFold = kAll && kMmaRowsSmemFold<MT>>
 __global__ void __launch_bounds__(kThreads * kRW, kMinBlocks) gemm_mma_kernel_bounded(const Params p) {
-  gemm_mma_rows<P, MT, kAll, kRW, kBiased, kLean>(p);
+  gemm_mma_rows<P, MT, kAll, kRW, kBiased, kLean, kSmemFold>(p);
 }
 
 // The kernel of these choices: held to kMinBlocks blocks per SM, or (0) ptxas's registers (a bound
 // of even 1 changes ptxas's choice, so the free form has none).
-template <tb_prec P, int MT, bool kAll, int kRW, bool kBiased, int kMinBlocks, bool kLean = kMmaRowsLean>
+template <tb_prec P, int MT, bool kAll, int kRW, bool kBiased, int kMinBlocks, bool kLean = kMmaRowsLean<P, MT>,
+          bool kSmemFold = kAll && kMmaRowsSmemFold<MT>>
 KernelFn mma_rows_kernel() {
   if constexpr (kMinBlocks > 0) {
-    return gemm_mma_kernel_bounded<P, MT, kAll, kRW, kBiased, kMinBlocks, kLean>;
+    return gemm_mma_kernel_bounded<P, MT, kAll, kRW, kBiased, kMinBlocks, kLean, kSmemFold>;
   } else {
-    return gemm_mma_kernel<P, MT, kAll, kRW, kBiased, kLean>;
+    return gemm_mma_kernel<P, MT, kAll, kRW, kBiased, kLean, kSmemFold>;
   }
 }
 

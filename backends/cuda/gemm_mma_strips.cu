@@ -2,8 +2,6 @@
 #include <algorithm>
 #include <climits>
 #include <cstdint>
-#include <map>
-#include <mutex>
 #include <utility>
 
 #include "backends/cuda/cuda_status.h"
@@ -45,18 +43,6 @@ KernelFn mma_strips_kernel_of(int mt, int stage, bool acts, bool l2) {
     case kMmaStripStage: return mma_strips_kernel_of<P, kMmaStripStage>(mt);
   }
   return nullptr;
-}
-
-// Lets `kernel` take `bytes` of dynamic shared memory (past the default 48 KiB), once per size.
-Status allow_smem(KernelFn kernel, size_t bytes) {
-  static std::mutex mu;
-  static std::map<KernelFn, size_t> allowed;
-  std::lock_guard<std::mutex> lock(mu);
-  size_t& have = allowed[kernel];
-  if (have >= bytes) return Status();
-  TB_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
-  have = bytes;
-  return Status();
 }
 
 }  // namespace

@@ -29,6 +29,17 @@ Result<int64_t> resident_blocks(KernelFn kernel) {
   return slots;
 }
 
+Status allow_smem(KernelFn kernel, size_t bytes) {
+  static std::mutex mu;
+  static std::map<KernelFn, size_t> allowed;
+  std::lock_guard<std::mutex> lock(mu);
+  size_t& have = allowed[kernel];
+  if (have >= bytes) return Status();
+  TB_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
+  have = bytes;
+  return Status();
+}
+
 Result<int64_t> device_sms() {
   static std::mutex mu;
   static std::map<int, int64_t> cache;
@@ -96,7 +107,8 @@ Params gemm_params(const DeviceStrips& w, const GemmLaunch& a, int64_t nsplit, i
 }
 
 Status launch_slice_blocks(const DeviceStrips& w, const GemmLaunch& a, int64_t nsplit, KernelFn kernel,
-                           int mt, int cols, int64_t slices_per_block, cudaStream_t stream, int threads) {
+                           int mt, int cols, int64_t slices_per_block, cudaStream_t stream, int threads,
+                           size_t smem) {
   if (!kernel || mt < 1 || cols < 1 || cols > 2 || nsplit < 1 || slices_per_block < 1 ||
       slices_per_block > nsplit || threads < kThreads || threads % kThreads != 0 || threads > 1024) {
     return Error(TB_INTERNAL, "gemm slice-block launch: %s kernel, row tile %d, %d strips per warp, "
@@ -104,7 +116,7 @@ Status launch_slice_blocks(const DeviceStrips& w, const GemmLaunch& a, int64_t n
                  "1 .. nsplit slices)", kernel ? "a" : "no", mt, cols,
                  static_cast<long long>(slices_per_block), static_cast<long long>(nsplit));
   }
-  const int64_t ngroups = w.kp / 32, nstrips = w.np / 32;
+  const int64_t nstrips = w.np / 32;
   const int64_t row_tiles = ceil_div(a.m, mt);
   const int64_t strip_blocks = ceil_div(nstrips, kStripsPerBlock * cols);
   const int64_t blocks_per_slice = strip_blocks * row_tiles;
@@ -127,7 +139,8 @@ Status launch_slice_blocks(const DeviceStrips& w, const GemmLaunch& a, int64_t n
                  static_cast<long long>(nsplit));
   }
   const Params p = gemm_params(w, a, nsplit, strip_blocks, row_tiles, slices_per_block);
-  kernel<<<static_cast<unsigned>(blocks), static_cast<unsigned>(threads), 0, stream>>>(p);
+  if (smem > 0) TB_RETURN_IF_ERROR(allow_smem(kernel, smem));
+  kernel<<<static_cast<unsigned>(blocks), static_cast<unsigned>(threads), smem, stream>>>(p);
   TB_CUDA_TRY(cudaGetLastError());
   return Status();
 }
@@ -191,19 +204,20 @@ PrefillPlan plan_prefill(tb_act_mode mode, const GemmForce& a, int64_t nstrips, 
 // The most rows the strip blocks staging activations take (past them the row-tile blocks).
 constexpr int64_t kMmaStripsMaxRows = 96;
 
-// Blocks per SM of the 64-row row-tile kernel (ptxas's free choice: 254 registers, 128 threads).
-constexpr int64_t kMmaRows64BlocksPerSm = 2;
+// 64-row blocks an SM (of the three that fit: kMmaRowsMinBlocks<64>) from which the plan takes
+// them over 32-row blocks.
+constexpr int64_t kMmaRows64MinBlocksPerSm = 2;
 
 // Rows per block of the row-tile tensor-core kernel: the smallest tile that holds M; past 32 rows
-// 64, or 32 where 64-row blocks would not fill the GPU twice (the 32-row kernel runs three a
-// SM): gate_up M = 128 / 256 on the H200 68.2 / 126.0 us at 32 rows against 75.0 / 142.1 at 64;
-// at M = 512 (768 blocks of 64) 238.5 against 210.1; lm_head M = 128 728.6 against 667.0
-// (docs/results/h200-2026-12-04-large-m.md).
+// 64, or 32 where there would be fewer than two 64-row blocks an SM (both kernels run three a
+// SM): gate_up (96 blocks per 64-row tile) on the H200 M = 128 54.5 us at 32 rows against 65.5
+// at 64, M = 256 101.2 against 81.9, M = 512 193.1 against 155.2; lm_head M = 128 565.1 against
+// 416.5 (docs/results/h200-2026-12-04-smem-fold.md).
 int mma_row_tile(int64_t m, int forced, int64_t nstrips, int64_t sms) {
   if (forced == 8 || forced == 16 || forced == 32 || forced == 64) return forced;
   if (m <= 32) return m <= 8 ? 8 : m <= 16 ? 16 : 32;
   const int64_t blocks64 = ceil_div(nstrips, kStripsPerBlock) * ceil_div(m, int64_t{64});
-  return blocks64 < 2 * kMmaRows64BlocksPerSm * sms ? 32 : 64;
+  return blocks64 < kMmaRows64MinBlocksPerSm * sms ? 32 : 64;
 }
 
 // Warps per strip of the strip blocks that stage activations over two row tiles or more (gate_up
@@ -245,7 +259,8 @@ Status launch_planned(const DeviceStrips& w, const GemmLaunch& a, const GemmSche
   }
   return detail::launch_slice_blocks(w, a, s.nsplit, product_kernel(w, a, s), s.row_tile, s.cols,
                                      s.all_slices ? s.nsplit : 1, stream,
-                                     s.mma ? detail::mma_threads(s.row_tile) : detail::kThreads);
+                                     s.mma ? detail::mma_threads(s.row_tile) : detail::kThreads,
+                                     s.mma ? detail::mma_rows_smem(s.row_tile, s.all_slices) : 0);
 }
 
 }  // namespace

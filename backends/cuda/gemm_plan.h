@@ -14,8 +14,8 @@
 //     up to 8 rows, up to 96 where the 16-row blocks staging activations fit (below), and up to
 //     32 where the row-tile blocks would not fill the GPU twice, in 8-row tiles up to 16 rows, 16
 //     above; otherwise the row-tile kernel (gemm_mma.cu), every slice per block, rows per block
-//     the smallest of 8, 16, 32 that holds M; past 32 rows 64, or 32 where 64-row blocks (two per
-//     SM) would not fill the GPU twice (gate_up M = 65..320).
+//     the smallest of 8, 16, 32 that holds M; past 32 rows 64, or 32 where there would be fewer
+//     than two 64-row blocks an SM (gate_up M = 97..128).
 //     The strip blocks keep their weight tiles in flight in shared memory (cp.async, 4 per warp)
 //     when they need more than one wave of blocks (lm_head; gate_up from 16 rows), in a ring of
 //     registers otherwise (gate_up up to 8 rows: one wave, where the staged form was slower).

@@ -479,10 +479,14 @@ Status run_cuda(const Options& opt, std::vector<Case>& out) {
                 v.mma_row_warps = 2;
                 v.mma_rows_min_blocks = 2;
               });
-              if (def == 32) {  // the product holds these registers: ptxas's own choice
+              if (def >= 32) {  // the product holds these registers: ptxas's own choice
                 add("mma_rows_free", [&](GemmVariant& v) {
                   rows_kernel(v);
                   v.mma_rows_min_blocks = 0;
+                });
+                add("mma_regfold", [&](GemmVariant& v) {  // the fold in registers, each 8-row tile tested
+                  rows_kernel(v);
+                  v.mma_reg_fold = true;
                 });
               }
               add("mma_unbiased", [&](GemmVariant& v) {

@@ -249,14 +249,20 @@ KernelFn mma_strips_staged(tb_prec prec, int mt, int stage) {
 // or not, and the registers held to min_blocks blocks per SM (0: ptxas's choice; -1: the
 // product's): the forms the product does not build (gemm_mma.cu), or nullptr.
 template <int MT>
-KernelFn mma_rows_form(tb_prec prec, int rw, bool biased, int min_blocks, bool lean) {
+KernelFn mma_rows_form(tb_prec prec, int rw, bool biased, int min_blocks, bool lean, bool reg_fold) {
   using cuda::detail::mma_rows_kernel;
   constexpr int kProduct = cuda::detail::kMmaRowsMinBlocks<MT>;
   const bool q8 = prec == kQ8;
+  if (reg_fold) {  // the register fold at its own bound (3 blocks an SM at 32 rows, ptxas's at 64)
+    constexpr int kBound = MT == 32 ? 3 : 0;
+    if (!cuda::detail::kMmaRowsSmemFold<MT> || rw != 1 || !biased || min_blocks != -1 || !lean) return nullptr;
+    return q8 ? mma_rows_kernel<kQ8, MT, true, 1, true, kBound, cuda::detail::kMmaRowsLean<kQ8, MT>, false>()
+              : mma_rows_kernel<kQ4, MT, true, 1, true, kBound, cuda::detail::kMmaRowsLean<kQ4, MT>, false>();
+  }
   if (!lean) {  // the product's kernel in the other kLean form
     if (rw != 1 || !biased || min_blocks != -1) return nullptr;
-    return q8 ? mma_rows_kernel<kQ8, MT, true, 1, true, kProduct, !cuda::detail::kMmaRowsLean>()
-              : mma_rows_kernel<kQ4, MT, true, 1, true, kProduct, !cuda::detail::kMmaRowsLean>();
+    return q8 ? mma_rows_kernel<kQ8, MT, true, 1, true, kProduct, !cuda::detail::kMmaRowsLean<kQ8, MT>>()
+              : mma_rows_kernel<kQ4, MT, true, 1, true, kProduct, !cuda::detail::kMmaRowsLean<kQ4, MT>>();
   }
   if (rw == 2 && biased && min_blocks == 2) {
     return q8 ? mma_rows_kernel<kQ8, MT, true, 2, true, 2>() : mma_rows_kernel<kQ4, MT, true, 2, true, 2>();
@@ -270,11 +276,11 @@ KernelFn mma_rows_form(tb_prec prec, int rw, bool biased, int min_blocks, bool l
   return nullptr;
 }
 
-KernelFn mma_rows_variant(tb_prec prec, int mt, int rw, bool biased, int min_blocks, bool lean) {
+KernelFn mma_rows_variant(tb_prec prec, int mt, int rw, bool biased, int min_blocks, bool lean, bool reg_fold) {
   switch (mt) {
-    case 16: return mma_rows_form<16>(prec, rw, biased, min_blocks, lean);
-    case 32: return mma_rows_form<32>(prec, rw, biased, min_blocks, lean);
-    case 64: return mma_rows_form<64>(prec, rw, biased, min_blocks, lean);
+    case 16: return mma_rows_form<16>(prec, rw, biased, min_blocks, lean, reg_fold);
+    case 32: return mma_rows_form<32>(prec, rw, biased, min_blocks, lean, reg_fold);
+    case 64: return mma_rows_form<64>(prec, rw, biased, min_blocks, lean, reg_fold);
   }
   return nullptr;
 }
@@ -382,21 +388,24 @@ Status launch_gemm_variant(const cuda::DeviceStrips& w, const cuda::GemmLaunch& 
   if (v.mma_acts) {
     return Error(TB_INVALID_ARGUMENT, "gemm variant: staged activations exist in the tensor-core strip blocks only");
   }
-  if (v.mma_row_warps != 0 || v.mma_unbiased || v.mma_rows_min_blocks != -1 || v.mma_unlean) {
+  if (v.mma_row_warps != 0 || v.mma_unbiased || v.mma_rows_min_blocks != -1 || v.mma_unlean || v.mma_reg_fold) {
     const int rw = v.mma_row_warps != 0 ? v.mma_row_warps : 1;
     const KernelFn kernel = s.mma && !s.mma_strips && s.all_slices
                                 ? mma_rows_variant(w.prec, s.row_tile, rw, !v.mma_unbiased, v.mma_rows_min_blocks,
-                                                   !v.mma_unlean)
+                                                   !v.mma_unlean, v.mma_reg_fold)
                                 : nullptr;
     if (!kernel || v.mma_ordered || v.mma_depth != 0 || v.mma_stage != 0 || v.mma_ring >= 0) {
       return Error(TB_INVALID_ARGUMENT, "gemm variant: row-tile blocks with %d warps per strip, %s mmas, held to "
-                   "%d blocks per SM: the benchmark has two warps at 2 blocks, ptxas's registers where the "
-                   "product holds them, or unbiased mmas, for the tensor cores' row tiles 16, 32 and 64 over "
-                   "every slice (mode I8, strip blocks off)", rw, v.mma_unbiased ? "unbiased" : "biased",
-                   v.mma_rows_min_blocks);
+                   "%d blocks per SM%s: the benchmark has two warps at 2 blocks, ptxas's registers where the "
+                   "product holds them, unbiased mmas, or (alone) the register fold at 32 and 64 rows, for the "
+                   "tensor cores' row tiles 16, 32 and 64 over every slice (mode I8, strip blocks off)", rw,
+                   v.mma_unbiased ? "unbiased" : "biased", v.mma_rows_min_blocks,
+                   v.mma_reg_fold ? ", the register fold" : "");
     }
+    // Every form but the register fold keeps the product's fold (and its shared memory).
+    const size_t smem = v.mma_reg_fold ? 0 : cuda::detail::mma_rows_smem(s.row_tile, true);
     return cuda::detail::launch_slice_blocks(w, a, nsplit, kernel, s.row_tile, 1, nsplit, stream,
-                                             cuda::detail::kThreads * rw);
+                                             cuda::detail::kThreads * rw, smem);
   }
   if (v.mma_ring >= 0) {
     const KernelFn kernel = mma_strips_ring(w.prec, s.row_tile, v.mma_ring);

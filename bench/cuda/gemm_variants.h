@@ -38,9 +38,13 @@
 //   mma_row_warps  tensor-core row-tile blocks with two warps per strip (half the rows each),
 //              registers held to two blocks per SM
 //   mma_rows_min_blocks 0  tensor-core row-tile blocks with ptxas's free register choice where
-//              the product holds them to a number of blocks per SM (32 rows)
+//              the product holds them to a number of blocks per SM (32 and 64 rows)
 //   mma_unbiased   tensor-core row-tile blocks whose mmas start at 0 (four float-step
 //              instructions per element, not three)
+//   mma_reg_fold   tensor-core row-tile blocks of 32 or 64 rows folding their slice sums in
+//              registers (128 floats a thread at 64 rows), testing each 8-row tile for rows,
+//              at the block bound the product had with that fold (3 blocks an SM at 32 rows,
+//              ptxas's choice at 64)
 // and, through the forced prefill choices, the prefill forms the plan never picks (one strip per
 // warp with rows inside the k loop over one slice, or rows outside over every slice; two strips
 // per warp over every slice in mode F32, or one slice in mode I8). A variant the product
@@ -95,6 +99,7 @@ struct GemmVariant {
   int mma_rows_min_blocks = -1;  // -1: the product's; 0: ptxas's registers where the product holds them
                                  // (32 rows); 2 with two warps per strip: held to 2 blocks per SM
   bool mma_unbiased = false;  // accumulators start at 0: float(isum) is an integer add, then the FADD
+  bool mma_reg_fold = false;  // the fold's sums in registers, not shared memory (row tiles 32 and 64)
 };
 
 // Launches variant v of the gemm (a's buffers and rows) asynchronously on `stream`, after
