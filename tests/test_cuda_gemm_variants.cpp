@@ -31,6 +31,22 @@ struct DeviceBuffer {
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
 };
 
+// The tensor-core row-tile blocks of `tile` rows over every slice, forced (the base of the
+// row-tile variants).
+void every_slice_rows(bench::GemmVariant& v, int tile) {
+  v.force.mma = cuda::Toggle::kOn;
+  v.force.mma_strips = cuda::Toggle::kOff;
+  v.force.row_tile = tile;
+  v.force.all_slices = cuda::Toggle::kOn;
+}
+
+// The tensor-core strip blocks of `tile` rows, forced.
+void strip_blocks(bench::GemmVariant& v, int tile) {
+  v.force.mma = cuda::Toggle::kOn;
+  v.force.mma_strips = cuda::Toggle::kOn;
+  v.force.row_tile = tile;
+}
+
 }  // namespace
 
 TEST_SUITE("gpu") {
@@ -131,16 +147,10 @@ TEST_CASE("gpu gemm every benchmark variant (bench/cuda/gemm_variants.h) equals 
          v.force.all_slices = Toggle::kOff;
        }, false},
       {"prefill: mma, row tile 16, every slice", 33, kAuto, [](GemmVariant& v) {
-         v.force.mma = Toggle::kOn;
-         v.force.mma_strips = Toggle::kOff;
-         v.force.row_tile = 16;
-         v.force.all_slices = Toggle::kOn;
+         every_slice_rows(v, 16);
        }, false},
       {"prefill: mma, row tile 32, every slice", 33, kAuto, [](GemmVariant& v) {
-         v.force.mma = Toggle::kOn;
-         v.force.mma_strips = Toggle::kOff;
-         v.force.row_tile = 32;
-         v.force.all_slices = Toggle::kOn;
+         every_slice_rows(v, 32);
        }, false},
       {"prefill: mma, row tile 64, one slice", 33, kAuto, [](GemmVariant& v) {
          v.force.mma = Toggle::kOn;
@@ -149,85 +159,52 @@ TEST_CASE("gpu gemm every benchmark variant (bench/cuda/gemm_variants.h) equals 
          v.force.all_slices = Toggle::kOff;
        }, false},
       {"prefill: mma, row tile 64, every slice", 33, kAuto, [](GemmVariant& v) {
-         v.force.mma = Toggle::kOn;
-         v.force.mma_strips = Toggle::kOff;
-         v.force.row_tile = 64;
-         v.force.all_slices = Toggle::kOn;
+         every_slice_rows(v, 64);
        }, false},
       {"prefill: mma, row tile 8, every slice, M 2", 2, kAuto, [](GemmVariant& v) {
-         v.force.mma = Toggle::kOn;
-         v.force.mma_strips = Toggle::kOff;
-         v.force.row_tile = 8;
-         v.force.all_slices = Toggle::kOn;
+         every_slice_rows(v, 8);
        }, false},
       {"prefill: mma row tile 32, two warps per strip, M 33", 33, kAuto, [](GemmVariant& v) {
-         v.force.mma = Toggle::kOn;
-         v.force.mma_strips = Toggle::kOff;
-         v.force.row_tile = 32;
-         v.force.all_slices = Toggle::kOn;
+         every_slice_rows(v, 32);
          v.mma_row_warps = 2;
          v.mma_rows_min_blocks = 2;
        }, false},
       {"prefill: mma row tile 16, two warps per strip, M 11", 11, kAuto, [](GemmVariant& v) {
-         v.force.mma = Toggle::kOn;
-         v.force.mma_strips = Toggle::kOff;
-         v.force.row_tile = 16;
-         v.force.all_slices = Toggle::kOn;
+         every_slice_rows(v, 16);
          v.mma_row_warps = 2;
          v.mma_rows_min_blocks = 2;
        }, false},
       {"prefill: mma row tile 32, ptxas's registers, M 20", 20, kAuto, [](GemmVariant& v) {
-         v.force.mma = Toggle::kOn;
-         v.force.mma_strips = Toggle::kOff;
-         v.force.row_tile = 32;
-         v.force.all_slices = Toggle::kOn;
+         every_slice_rows(v, 32);
          v.mma_rows_min_blocks = 0;
        }, false},
       {"prefill: mma row tile 64, register fold, M 33", 33, kAuto, [](GemmVariant& v) {
-         v.force.mma = Toggle::kOn;
-         v.force.mma_strips = Toggle::kOff;
-         v.force.row_tile = 64;
-         v.force.all_slices = Toggle::kOn;
+         every_slice_rows(v, 64);
          v.mma_reg_fold = true;
        }, false},
       {"prefill: mma row tile 32, register fold, M 33", 33, kAuto, [](GemmVariant& v) {
-         v.force.mma = Toggle::kOn;
-         v.force.mma_strips = Toggle::kOff;
-         v.force.row_tile = 32;
-         v.force.all_slices = Toggle::kOn;
+         every_slice_rows(v, 32);
          v.mma_reg_fold = true;
        }, false},
       {"prefill: mma row tile 64, ptxas's registers, M 33", 33, kAuto, [](GemmVariant& v) {
-         v.force.mma = Toggle::kOn;
-         v.force.mma_strips = Toggle::kOff;
-         v.force.row_tile = 64;
-         v.force.all_slices = Toggle::kOn;
+         every_slice_rows(v, 64);
          v.mma_rows_min_blocks = 0;
        }, false},
       {"prefill: mma row tile 64, unbiased mmas, M 33", 33, kAuto, [](GemmVariant& v) {
-         v.force.mma = Toggle::kOn;
-         v.force.mma_strips = Toggle::kOff;
-         v.force.row_tile = 64;
-         v.force.all_slices = Toggle::kOn;
+         every_slice_rows(v, 64);
          v.mma_unbiased = true;
        }, false},
       // The tensor-core strip blocks: every row tile, partial tiles, one and several row tiles,
       // and the mmas in program order (benchmark instantiation).
       {"prefill: mma strips, plan's tile, M 2", 2, kAuto, [](GemmVariant& v) { v.force.mma_strips = Toggle::kOn; }, false},
       {"prefill: mma strips, row tile 8, M 33", 33, kAuto, [](GemmVariant& v) {
-         v.force.mma = Toggle::kOn;
-         v.force.mma_strips = Toggle::kOn;
-         v.force.row_tile = 8;
+         strip_blocks(v, 8);
        }, false},
       {"prefill: mma strips, row tile 16, M 17", 17, kAuto, [](GemmVariant& v) {
-         v.force.mma = Toggle::kOn;
-         v.force.mma_strips = Toggle::kOn;
-         v.force.row_tile = 16;
+         strip_blocks(v, 16);
        }, false},
       {"prefill: mma strips, row tile 32, M 33", 33, kAuto, [](GemmVariant& v) {
-         v.force.mma = Toggle::kOn;
-         v.force.mma_strips = Toggle::kOn;
-         v.force.row_tile = 32;
+         strip_blocks(v, 32);
        }, false},
       {"prefill: mma strips ordered, row tile 32, M 31", 31, kAuto, [](GemmVariant& v) {
          v.force.mma = Toggle::kOn;
@@ -245,9 +222,7 @@ TEST_CASE("gpu gemm every benchmark variant (bench/cuda/gemm_variants.h) equals 
          v.mma_ring = cuda::detail::kRingRotate;
        }, false},
       {"prefill: mma strips, register ring refilled early, row tile 16, M 17", 17, kAuto, [](GemmVariant& v) {
-         v.force.mma = Toggle::kOn;
-         v.force.mma_strips = Toggle::kOn;
-         v.force.row_tile = 16;
+         strip_blocks(v, 16);
          v.mma_ring = cuda::detail::kRingEarly;
        }, false},
       {"prefill: mma strips, the product's staged form forced, M 7", 7, kAuto, [](GemmVariant& v) {
@@ -256,15 +231,11 @@ TEST_CASE("gpu gemm every benchmark variant (bench/cuda/gemm_variants.h) equals 
          v.force.mma_staged = Toggle::kOn;
        }, false},
       {"prefill: mma strips of 16 rows held to 3 blocks per SM, register ring, M 19", 19, kAuto, [](GemmVariant& v) {
-         v.force.mma = Toggle::kOn;
-         v.force.mma_strips = Toggle::kOn;
-         v.force.row_tile = 16;
+         strip_blocks(v, 16);
          v.mma_strips_min_blocks = 3;
        }, false},
       {"prefill: mma strips of 16 rows held to 3 blocks per SM, 4 staged, M 12", 12, kAuto, [](GemmVariant& v) {
-         v.force.mma = Toggle::kOn;
-         v.force.mma_strips = Toggle::kOn;
-         v.force.row_tile = 16;
+         strip_blocks(v, 16);
          v.mma_strips_min_blocks = 3;
          v.mma_stage = 4;
        }, false},
@@ -275,16 +246,11 @@ TEST_CASE("gpu gemm every benchmark variant (bench/cuda/gemm_variants.h) equals 
          v.mma_unlean = true;
        }, false},
       {"prefill: mma row tile 32 in the other kLean form, M 30", 30, kAuto, [](GemmVariant& v) {
-         v.force.mma = Toggle::kOn;
-         v.force.mma_strips = Toggle::kOff;
-         v.force.row_tile = 32;
-         v.force.all_slices = Toggle::kOn;
+         every_slice_rows(v, 32);
          v.mma_unlean = true;
        }, false},
       {"prefill: mma strips of 16 rows held to 3 blocks per SM, activations staged, M 21", 21, kAuto, [](GemmVariant& v) {
-         v.force.mma = Toggle::kOn;
-         v.force.mma_strips = Toggle::kOn;
-         v.force.row_tile = 16;
+         strip_blocks(v, 16);
          v.mma_strips_min_blocks = 3;
          v.mma_acts = true;
        }, false},
@@ -319,9 +285,7 @@ TEST_CASE("gpu gemm every benchmark variant (bench/cuda/gemm_variants.h) equals 
          v.mma_ways = 2;
        }, false},
       {"prefill: mma strips, activations staged, row tile 16, M 29", 29, kAuto, [](GemmVariant& v) {
-         v.force.mma = Toggle::kOn;
-         v.force.mma_strips = Toggle::kOn;
-         v.force.row_tile = 16;
+         strip_blocks(v, 16);
          v.mma_acts = true;
        }, false},
       {"prefill: mma strips, pair loads, M 5", 5, kAuto, [](GemmVariant& v) {
@@ -330,9 +294,7 @@ TEST_CASE("gpu gemm every benchmark variant (bench/cuda/gemm_variants.h) equals 
          v.mma_pairs = true;
        }, false},
       {"prefill: mma strips, activations staged, pair loads, M 27", 27, kAuto, [](GemmVariant& v) {
-         v.force.mma = Toggle::kOn;
-         v.force.mma_strips = Toggle::kOn;
-         v.force.row_tile = 16;
+         strip_blocks(v, 16);
          v.mma_acts = true;
          v.mma_pairs = true;
        }, false},
@@ -342,30 +304,22 @@ TEST_CASE("gpu gemm every benchmark variant (bench/cuda/gemm_variants.h) equals 
          v.mma_fold1 = true;
        }, false},
       {"prefill: mma strips, activations staged, the fold by floats, M 32", 32, kAuto, [](GemmVariant& v) {
-         v.force.mma = Toggle::kOn;
-         v.force.mma_strips = Toggle::kOn;
-         v.force.row_tile = 16;
+         strip_blocks(v, 16);
          v.mma_acts = true;
          v.mma_fold1 = true;
        }, false},
       {"prefill: mma strips, activations staged, tiles into L2 2 ahead, M 9", 9, kAuto, [](GemmVariant& v) {
-         v.force.mma = Toggle::kOn;
-         v.force.mma_strips = Toggle::kOn;
-         v.force.row_tile = 16;
+         strip_blocks(v, 16);
          v.mma_acts = true;
          v.mma_l2_ahead = 2;
        }, false},
       {"prefill: mma strips, activations staged, tiles into L2 8 ahead, M 31", 31, kAuto, [](GemmVariant& v) {
-         v.force.mma = Toggle::kOn;
-         v.force.mma_strips = Toggle::kOn;
-         v.force.row_tile = 16;
+         strip_blocks(v, 16);
          v.mma_acts = true;
          v.mma_l2_ahead = 8;
        }, false},
       {"prefill: mma strips, row tile 32, the fold by floats, M 33", 33, kAuto, [](GemmVariant& v) {
-         v.force.mma = Toggle::kOn;
-         v.force.mma_strips = Toggle::kOn;
-         v.force.row_tile = 32;
+         strip_blocks(v, 32);
          v.mma_fold1 = true;
        }, false},
       {"prefill: mma strips, 4 tiles staged in shared memory, M 2", 2, kAuto, [](GemmVariant& v) {
@@ -374,15 +328,11 @@ TEST_CASE("gpu gemm every benchmark variant (bench/cuda/gemm_variants.h) equals 
          v.mma_stage = 4;
        }, false},
       {"prefill: mma strips, 6 tiles staged, row tile 16, M 13", 13, kAuto, [](GemmVariant& v) {
-         v.force.mma = Toggle::kOn;
-         v.force.mma_strips = Toggle::kOn;
-         v.force.row_tile = 16;
+         strip_blocks(v, 16);
          v.mma_stage = 6;
        }, false},
       {"prefill: mma strips, 8 tiles staged, row tile 32, M 33", 33, kAuto, [](GemmVariant& v) {
-         v.force.mma = Toggle::kOn;
-         v.force.mma_strips = Toggle::kOn;
-         v.force.row_tile = 32;
+         strip_blocks(v, 32);
          v.mma_stage = 8;
        }, false},
   };
