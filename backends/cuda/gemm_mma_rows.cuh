@@ -22,7 +22,8 @@
 // same permutation, so each product pairs the weight and activation of the same k and the sum
 // is unchanged. Every weight tile is read once per block for all MT rows.
 //   Slices: one per block (partials, the last block folds, as the slice-block kernel) or every
-//   slice per block, folded in registers as each completes (the plan's choice by grid size).
+//   slice per block, folded as each completes: in registers at 8 and 16 rows, in the block's
+//   shared memory at 32 and 64 (kSmemFold). The plan runs every slice per block.
 #pragma once
 
 #include <cuda_runtime.h>

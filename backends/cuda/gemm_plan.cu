@@ -305,7 +305,7 @@ GemmSchedule plan_gemm(const DeviceStrips& w, const GemmLaunch& a, int64_t nspli
   if (a.mode == TB_ACT_I8 && force.cols != 2 &&
       (force.mma == Toggle::kOn || (force.mma == Toggle::kAuto && mma_auto))) {
     // Integer tensor cores: strip blocks, or row-tile blocks with one strip per warp and every
-    // slice per block (the fold in registers; one slice per block only when forced).
+    // slice per block (the fold in the block; one slice per block only when forced).
     s.mma = true;
     s.mma_strips = strips;
     const bool acts = strips && acts_allowed && (a.m > 8 || force.mma_acts == Toggle::kOn);
