@@ -29,6 +29,10 @@ int main(int argc, char** argv) {
   app.add_option("--vs-isa", opt.vs_isa, "CPU: also time every case with the cpu backend forced to "
                  "isa=TAG (e.g. avx512vnni), interleaved rotation by rotation with the floor and "
                  "the default tag, same process");
+  app.add_option("--pages", opt.pages, "CPU: the pages the weight copies sit on: 4k (ordinary pages, "
+                 "as a mapped artifact's), 2m (transparent huge pages asked for, as an artifact read "
+                 "with --read copy), ab (both, the floor and the tag timed interleaved on each)")
+      ->check(CLI::IsMember({"4k", "2m", "ab"}))->capture_default_str();
   app.add_flag("--quick", opt.quick, "Fewer repetitions: a smoke run, not a measurement");
   app.add_option("--mode", opt.modes, "Only these activation modes (f32, i8)")
       ->delimiter(',')->check(CLI::IsMember({"f32", "i8"}));
@@ -48,6 +52,10 @@ int main(int argc, char** argv) {
   if (spec.ok() && opt.layer && spec->name != "cuda") {
     spec = Error(TB_INVALID_ARGUMENT, "--layer measures the cuda backend (got --backend %s)",
                  opt.backend.c_str());
+  }
+  if (spec.ok() && opt.pages != "4k" && spec->name != "cpu") {
+    spec = Error(TB_INVALID_ARGUMENT, "--pages %s places the CPU driver's weight copies (got --backend %s)",
+                 opt.pages.c_str(), opt.backend.c_str());
   }
   if (!spec.ok()) {
     std::fprintf(stderr, "twinbit-bench: %s\n", spec.status().to_string().c_str());

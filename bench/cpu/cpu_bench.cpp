@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -20,6 +21,7 @@
 #include <tbb/parallel_for.h>
 #include <tbb/task_arena.h>
 
+#include "artifacts/huge_pages.h"
 #include "bench/bench.h"
 #include "bench/cpu/cpu_peak.h"
 #include "core/numerics.h"
@@ -33,14 +35,26 @@ namespace {
 
 constexpr int64_t kColdBytes = int64_t{1} << 30;  // rotate copies past 1 GiB: nothing stays cached
 
-struct FreeDeleter {
-  void operator()(void* p) const { std::free(p); }
+// Memory for weight copies: ordinary 4 KiB pages (what a mapped artifact gets), or 2 MiB
+// transparent huge pages asked for (what an artifact read with --read copy gets;
+// artifacts/huge_pages.h). Both page-aligned.
+struct PageDeleter {
+  size_t bytes = 0;
+  bool huge = false;
+  void operator()(uint8_t* p) const {
+    if (huge) {
+      artifact::unmap_huge(p, bytes);
+    } else {
+      std::free(p);
+    }
+  }
 };
-using Buffer = std::unique_ptr<uint8_t, FreeDeleter>;
+using Buffer = std::unique_ptr<uint8_t, PageDeleter>;
 
-Buffer alloc_pages(int64_t bytes) {
-  const int64_t rounded = (bytes + 4095) / 4096 * 4096;
-  return Buffer(static_cast<uint8_t*>(std::aligned_alloc(4096, static_cast<size_t>(rounded))));
+Buffer alloc_pages(int64_t bytes, bool huge) {
+  const auto rounded = static_cast<size_t>((bytes + 4095) / 4096 * 4096);
+  void* p = huge ? artifact::map_huge(rounded) : std::aligned_alloc(4096, rounded);
+  return Buffer(static_cast<uint8_t*>(p), PageDeleter{rounded, huge});
 }
 
 uint64_t splitmix(uint64_t& s) {
@@ -70,19 +84,21 @@ void fill_random(tbb::task_arena& arena, uint8_t* p, int64_t count, uint64_t see
 // Copies of one strip set, each copy's codes then scales in one page-aligned block.
 struct StripPool {
   Buffer mem;
+  int64_t mem_bytes = 0;
   std::vector<tb_strips> views;
   std::vector<BoundWeights> bound;
   int64_t weight_bytes = 0;  // codes + scales of one copy
 };
 
 Result<StripPool> make_pool(const Backend& be, tbb::task_arena& arena, tb_prec prec, int64_t n,
-                            int64_t k) {
+                            int64_t k, bool huge) {
   StripPool pool;
   const int64_t codes = static_cast<int64_t>(strip_codes_bytes(prec, n, k));
   const int64_t scales = static_cast<int64_t>(strip_scales_bytes(n, k));
   const int64_t stride = (codes + scales + 4095) / 4096 * 4096;
   const int64_t copies = std::max<int64_t>(2, (kColdBytes + stride - 1) / stride);
-  pool.mem = alloc_pages(stride * copies);
+  pool.mem = alloc_pages(stride * copies, huge);
+  pool.mem_bytes = stride * copies;
   if (!pool.mem) {
     return Error(TB_RESOURCE_EXHAUSTED, "bench: cannot allocate %lld bytes of weight copies",
                  static_cast<long long>(stride * copies));
@@ -155,34 +171,35 @@ Status ab_variants_us(const Backend& be, const char* name, const int64_t (&value
   return Status();
 }
 
-// --vs-isa: the floor, the default tag and the forced tag timed rotation by rotation (each sample
-// a rotation of each in turn, so all three see the same machine state); medians in out_us.
-template <class Floor, class A, class B>
-Status interleaved3_us(int64_t copies, int samples, const Floor& floor, const A& a, const B& b,
-                       double (&out_us)[3]) {
-  std::vector<double> t[3];
+// Calls timed rotation by rotation (each sample a rotation of each in turn, so all see the same
+// machine state): --vs-isa's floor, default tag and forced tag; --pages ab's floor and default
+// tag on each page size. Medians in out_us.
+Status interleaved_us(int64_t copies, int samples, const std::vector<std::function<Status(int64_t)>>& calls,
+                      std::vector<double>& out_us) {
+  std::vector<std::vector<double>> t(calls.size());
   for (int s = -1; s < samples; ++s) {  // s = -1: a warm-up rotation of each
-    for (int v = 0; v < 3; ++v) {
+    for (size_t v = 0; v < calls.size(); ++v) {
       const auto t0 = std::chrono::steady_clock::now();
-      for (int64_t c = 0; c < copies; ++c) TB_RETURN_IF_ERROR(v == 0 ? floor(c) : v == 1 ? a(c) : b(c));
+      for (int64_t c = 0; c < copies; ++c) TB_RETURN_IF_ERROR(calls[v](c));
       const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
       if (s >= 0) t[v].push_back(us / static_cast<double>(copies));
     }
   }
-  for (int v = 0; v < 3; ++v) {
-    std::sort(t[v].begin(), t[v].end());
-    out_us[v] = t[v][t[v].size() / 2];
+  out_us.clear();
+  for (std::vector<double>& v : t) {
+    std::sort(v.begin(), v.end());
+    out_us.push_back(v[v.size() / 2]);
   }
   return Status();
 }
 
 // Eigen float peer: Y (N x M) = W (N x K) X (K x M), W column-major, rotating copies past 1 GiB,
 // the N axis split over the arena's threads (Eigen itself runs single-threaded here).
-Result<double> eigen_peer_us(tbb::task_arena& arena, int threads, int64_t n, int64_t k, int64_t m,
+Result<double> eigen_peer_us(tbb::task_arena& arena, int threads, int64_t n, int64_t k, int64_t m, bool huge,
                              int samples) {
   const int64_t bytes = n * k * 4;
   const int64_t copies = std::max<int64_t>(1, (kColdBytes + bytes - 1) / bytes);
-  Buffer mem = alloc_pages(bytes * copies);
+  Buffer mem = alloc_pages(bytes * copies, huge);
   if (!mem) return Error(TB_RESOURCE_EXHAUSTED, "bench: cannot allocate the Eigen peer's weights");
   fill_random(arena, mem.get(), bytes * copies, 42);
   auto* f = reinterpret_cast<float*>(mem.get());
@@ -252,21 +269,35 @@ Status run_cpu(const Options& opt, std::vector<Case>& out) {
   tbb::task_arena arena(threads);
   const double fma_rate = fma_peak_per_second(threads, opt.quick ? 3 : 5);
   std::printf("twinbit-bench cpu: %s; %d threads; median of %d rotations over >= 1 GiB of weight "
-              "copies; FMA peak %.1f GFMA/s (%.1f GFLOP/s)\n", info.device, threads, samples,
+              "copies on %s; FMA peak %.1f GFMA/s (%.1f GFLOP/s)\n", info.device, threads, samples,
+              opt.pages == "4k" ? "4 KiB pages" : opt.pages == "2m" ? "2 MiB pages" : "4 KiB pages (and 2 MiB, interleaved)",
               fma_rate * 1e-9, 2 * fma_rate * 1e-9);
   print_header();
   for (const ShapeDef& sh : kProjectionShapes) {
     if (!wanted(opt.shapes, sh.name)) continue;
     std::vector<double> peer(opt.ms.size());
     for (size_t i = 0; i < opt.ms.size(); ++i) {
-      auto p = eigen_peer_us(arena, threads, sh.n, sh.k, opt.ms[i], samples);
+      auto p = eigen_peer_us(arena, threads, sh.n, sh.k, opt.ms[i], opt.pages == "2m", samples);
       if (!p.ok()) return p.status();
       peer[i] = p.value();
     }
     for (tb_prec prec : {TB_PREC_Q8, TB_PREC_Q4}) {
       if (!wanted(opt.precs, prec_name(prec))) continue;
-      auto pool = make_pool(be.value(), arena, prec, sh.n, sh.k);
+      auto pool = make_pool(be.value(), arena, prec, sh.n, sh.k, opt.pages == "2m");
       if (!pool.ok()) return pool.status();
+      std::optional<StripPool> huge;  // --pages ab: the same copies on 2 MiB pages
+      if (opt.pages == "ab") {
+        auto h = make_pool(be.value(), arena, prec, sh.n, sh.k, true);
+        if (!h.ok()) return h.status();
+        huge.emplace(std::move(h.value()));
+      }
+      // What the kernel gave the 2 MiB-page copies (a hint it may refuse), told in every case's note.
+      std::string pages_note;
+      if (opt.pages != "4k") {
+        const StripPool& hp = huge ? *huge : pool.value();
+        const int64_t got = artifact::huge_page_bytes(hp.mem.get(), static_cast<size_t>(hp.mem_bytes));
+        pages_note = Format("; copies on 2 MiB pages: %.1f%%", 100.0 * static_cast<double>(got) / static_cast<double>(hp.mem_bytes));
+      }
       const int64_t copies = static_cast<int64_t>(pool->bound.size());
       std::vector<BoundWeights> vs_bound;
       for (int64_t c = 0; vs && c < copies; ++c) {
@@ -294,11 +325,22 @@ Status run_cpu(const Options& opt, std::vector<Case>& out) {
           const bool vnni = std::string(info.device).find("avx512vnni") != std::string::npos;
           Result<double> t = median_us(copies, samples, gemm);
           if (!t.ok()) return t.status();
-          double three[3] = {-1, -1, -1};  // --vs-isa: floor, default tag, forced tag
+          std::vector<double> three = {-1, -1, -1};  // --vs-isa: floor, default tag, forced tag
           if (vs) {
-            TB_RETURN_IF_ERROR(interleaved3_us(
-                copies, samples, [&](int64_t c) { return be->read_floor(pool->bound[c], m); }, gemm,
-                [&](int64_t c) { return vs->gemm(vs_bound[static_cast<size_t>(c)], a); }, three));
+            TB_RETURN_IF_ERROR(interleaved_us(
+                copies, samples,
+                {[&](int64_t c) { return be->read_floor(pool->bound[c], m); }, gemm,
+                 [&](int64_t c) { return vs->gemm(vs_bound[static_cast<size_t>(c)], a); }},
+                three));
+          }
+          std::vector<double> pages_ab;  // --pages ab: floor and tag on 4 KiB, then on 2 MiB pages
+          if (huge) {
+            TB_RETURN_IF_ERROR(interleaved_us(
+                copies, samples,
+                {[&](int64_t c) { return be->read_floor(pool->bound[c], m); }, gemm,
+                 [&](int64_t c) { return be->read_floor(huge->bound[c], m); },
+                 [&](int64_t c) { return be->gemm(huge->bound[c], a); }},
+                pages_ab));
           }
           Case cs;
           cs.shape = sh.name;
@@ -363,6 +405,12 @@ Status run_cpu(const Options& opt, std::vector<Case>& out) {
             std::snprintf(note, sizeof note, "%s; prefetch distance none / 2 / 4 / 8 / 16 KiB: %.1f / %.1f / %.1f / %.1f / %.1f us",
                           cs.note.c_str(), dist_us[0], dist_us[1], dist_us[2], dist_us[4], dist_us[3]);
             cs.note = note;
+          }
+          cs.note += pages_note;
+          if (huge) {
+            cs.note += Format("; pages, interleaved: 4 KiB floor %.1f us, this tag %.1f us (%.2fx); 2 MiB floor %.1f us, "
+                              "this tag %.1f us (%.2fx)", pages_ab[0], pages_ab[1], pages_ab[1] / pages_ab[0], pages_ab[2],
+                              pages_ab[3], pages_ab[3] / pages_ab[2]);
           }
           cs.peer_us = peer[mi];
           print_case(cs);
