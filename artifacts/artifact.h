@@ -20,9 +20,11 @@
 //     Reads twinbit cannot guard - a CPU kernel streaming a view zero-copy, or any caller reading
 //     a view - still die of SIGBUS if the file shrank, and see new bytes if it was rewritten in
 //     place after verify.
-//   kCopy: the whole file is read into memory this object owns (page-aligned, so payloads keep
-//     their 4096-byte alignment) and closed; views point there. Costs the file's size in memory
-//     and a full read at open; after open nothing done to the file can affect this object.
+//   kCopy: the whole file is read into memory this object owns (2 MiB-aligned, so payloads keep
+//     their 4096-byte alignment, and on transparent huge pages where the system gives them:
+//     huge_pages.h, the CPU kernels stream weights faster there) and closed; views point there.
+//     Costs the file's size in memory and a full read at open; after open nothing done to the
+//     file can affect this object.
 //
 // Writing: Writer collects entries in memory (by copy, or adopting owned buffers) and write()
 // produces the file atomically: a temporary file in the same folder, fsync, rename, fsync of the

@@ -15,6 +15,7 @@
 #include "artifacts/artifact_parse.h"
 #include "artifacts/file_image.h"
 #include "artifacts/format.h"
+#include "artifacts/huge_pages.h"
 #include "artifacts/manifest_cursor.h"
 #include "artifacts/read_guard.h"
 
@@ -40,9 +41,11 @@ Status shrank_under_mapping(const std::string& path, const char* during) {
                "truncated or is rewriting it)", path.c_str(), during);
 }
 
-// kCopy: reads the whole file into anonymous memory, then makes it read-only.
+// kCopy: reads the whole file into anonymous memory on 2 MiB pages where the system gives them
+// (huge_pages.h: the CPU kernels stream the weights in place), then makes it read-only.
 Status read_whole_file(Held& h, const std::string& path, uint64_t size) {
-  h.mem = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  void* mem = map_huge(size);
+  h.mem = mem ? mem : MAP_FAILED;
   if (h.mem == MAP_FAILED) {
     return Error(TB_RESOURCE_EXHAUSTED, "cannot allocate %llu bytes to read %s into: %s",
                  (ull)size, path.c_str(), std::strerror(errno));
