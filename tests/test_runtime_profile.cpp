@@ -4,7 +4,6 @@
 // made from known costs.
 #include <doctest/doctest.h>
 
-#include <fstream>
 
 #include "core/runtime/calibrate.h"
 #include "core/runtime/cost_model.h"
@@ -39,10 +38,6 @@ Profile sample_profile() {
   p.backends.push_back(BackendProfile{"cuda:1", "cuda", "NVIDIA H200 (132 SMs)",
                                       {GemmCost{TB_ACT_I8, TB_PREC_Q4, 11.125, 3.3e12, 1.0 / 3.0 * 1e15}}});
   return p;
-}
-
-void write_text(const std::string& path, const std::string& text) {
-  std::ofstream(path, std::ios::binary) << text;
 }
 
 // The error of reading `text` as a profile (INVALID_ARGUMENT expected).
