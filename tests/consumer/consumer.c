@@ -32,10 +32,13 @@ int main(int argc, char** argv) {
   }
   float* x = malloc((size_t)(m * k) * sizeof *x);
   float* y = malloc((size_t)(m * n) * sizeof *y);
-  for (int64_t i = 0; i < m * k; ++i) x[i] = (float)(i % 17 - 8) / 8.0f;
-  int ok = x != NULL && y != NULL &&
-           tb_runtime_gemm(rt, entry, m, TB_ACT_F32, x, k, y, n) == TB_OK;
-  if (!ok) fprintf(stderr, "%s\n", tb_runtime_last_error());
+  int ok = x != NULL && y != NULL;
+  if (!ok) fprintf(stderr, "out of memory for %lld x %lld activations\n", (long long)m, (long long)k);
+  if (ok) {
+    for (int64_t i = 0; i < m * k; ++i) x[i] = (float)(i % 17 - 8) / 8.0f;
+    ok = tb_runtime_gemm(rt, entry, m, TB_ACT_F32, x, k, y, n) == TB_OK;
+    if (!ok) fprintf(stderr, "%s\n", tb_runtime_last_error());
+  }
   ok = ok && write_floats(argv[3], x, (size_t)(m * k)) && write_floats(argv[4], y, (size_t)(m * n));
   if (ok) printf("%s: y[%lld][%lld] = %g\n", entry, (long long)m, (long long)n, y[0]);
   free(x);
