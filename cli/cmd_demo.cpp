@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <string>
 
 #include <nlohmann/json.hpp>
 
@@ -506,7 +507,11 @@ Command add_demo(CLI::App& root) {
   app->add_option("--seed", opt->seed, "Seed of the synthetic weights and inputs")->capture_default_str();
   app->add_flag("--json", opt->json, "Print one JSON object {\"rows\": [...]} instead of the table");
   app->add_flag("--small", opt->small, "Leave out lm_head (151936 x 2048): a faster run");
-  app->footer(kBackendOptionHelp);
+  app->footer("Examples:\n"
+              "  twinbit demo                      every backend here, the whole model\n"
+              "  twinbit demo --small --backends cpu,cuda\n"
+              "  twinbit demo --backend cpu,isa=avx512vnni --json > demo.json\n" +
+              std::string(kBackendOptionHelp));
   app->add_option("--backend", opt->specs,
                   backend_option_help("Only this backend (repeat for several)"));
   app->add_option("--backends", opt->backends,

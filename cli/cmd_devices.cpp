@@ -1,6 +1,7 @@
 // `twinbit devices`: the built-in backends, their devices and features as this machine sees them
 // (core/registry.h list_backends): what a spec may name here, and why a backend cannot run.
 #include <cstdio>
+#include <string>
 
 #include <nlohmann/json.hpp>
 
@@ -67,7 +68,10 @@ Command add_devices(CLI::App& root) {
       "devices",
       "List the built-in backends, each device they can be created on (as a spec NAME:DEVICE)\n"
       "with its description and feature tags, and the reason a backend cannot run here.");
-  app->footer(kBackendOptionHelp);
+  app->footer("Examples:\n"
+              "  twinbit devices\n"
+              "  twinbit devices --json\n" +
+              std::string(kBackendOptionHelp));
   app->add_flag("--json", opt->json, "Print one JSON object {\"backends\": [...]}");
   return Command{app, [opt] { return print_backend_list(opt->json); }};
 }

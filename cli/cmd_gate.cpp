@@ -3,6 +3,7 @@
 // baseline/floor >= 1.20 means the kernel is at least 20% above what merely reading its weights
 // costs: the shape is worth optimising. Below that, it is already close to the floor.
 #include <cstdio>
+#include <string>
 
 #include "cli/backend_option.h"
 #include "cli/cli_common.h"
@@ -89,7 +90,10 @@ Command add_gate(CLI::App& root) {
       "the same backend (its read_floor entry), interleaved in one process, and report\n"
       "baseline/floor and whether it passes the 1.20 gate (>= 1.20: worth optimising). A backend\n"
       "without read_floor gets no invented floor: the command says so and exits 1.");
-  app->footer(kBackendOptionHelp);
+  app->footer("Examples:\n"
+              "  twinbit gate --backend cuda --shape 2048x151936 --m 1\n"
+              "  twinbit gate --backend cpu,threads=2 --shape 2048x12288 --m 32 --mode i8 --prec q4\n" +
+              std::string(kBackendOptionHelp));
   app->add_option("--backend", opt->backend, backend_option_help("Backend"))->required();
   app->add_option("--shape", opt->shape, "Projection KxN, e.g. 2048x6144")->required();
   app->add_option("--m", opt->m, "Rows M")->check(rows_check())->capture_default_str();

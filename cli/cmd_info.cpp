@@ -87,6 +87,9 @@ Command add_info(CLI::App& root) {
   auto opt = std::make_shared<InfoOptions>();
   CLI::App* app = root.add_subcommand("info", "Describe a strip-cache artifact: entries, shapes, "
                                               "sizes, fused ranges, provenance.");
+  app->footer("Examples:\n"
+              "  twinbit info model.tbsc\n"
+              "  twinbit info --verify --json model.tbsc    every checksum, as one JSON object\n");
   app->add_option("file", opt->path, "Artifact file")->required();
   app->add_flag("--verify", opt->verify, "Check every payload's xxh64 checksum (exit 1 on a mismatch)");
   app->add_flag("--json", opt->json, "Print one JSON object");
