@@ -102,7 +102,8 @@ Command add_bench(CLI::App& root) {
       "  --a cpu --a-case mode=f32 --b cpu --b-case mode=i8;  --a cuda --a-case m=1 --b cuda --b-case m=32\n"
       "The older one-argument BACKEND:CASE (--a cuda:m=32) is still read.\n"
       "When A and B run the same gemm (shape, m, prec, mode) their outputs are compared bit for\n"
-      "bit; any difference is exit 1.");
+      "bit; any difference is exit 1. Each side calls one copy of its weights again and again:\n"
+      "where they fit a cache (a CPU's last-level cache, a GPU's L2) the times are warm ones.");
   app->footer(kBackendOptionHelp);
   app->add_option("--a", opt->a, backend_option_help("Side A"))->required();
   app->add_option("--a-case", opt->a_case, "Side A's CASE, e.g. m=32,prec=q4 (default: the options below)");

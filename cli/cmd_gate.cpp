@@ -89,7 +89,10 @@ Command add_gate(CLI::App& root) {
       "The shape gate: time a projection (baseline) against the pure-read floor of the same bytes on\n"
       "the same backend (its read_floor entry), interleaved in one process, and report\n"
       "baseline/floor and whether it passes the 1.20 gate (>= 1.20: worth optimising). A backend\n"
-      "without read_floor gets no invented floor: the command says so and exits 1.");
+      "without read_floor gets no invented floor: the command says so and exits 1.\n"
+      "Both sides call one copy of the weights again and again, so where the weights fit a cache\n"
+      "(a CPU's last-level cache, a GPU's L2) both read from it: a gate for kernel work, not the\n"
+      "cold measurement (twinbit-bench rotates copies of the weights past the caches for that).");
   app->footer("Examples:\n"
               "  twinbit gate --backend cuda --shape 2048x151936 --m 1\n"
               "  twinbit gate --backend cpu,threads=2 --shape 2048x12288 --m 32 --mode i8 --prec q4\n" +
