@@ -42,7 +42,10 @@ expect_ok "--version" "$tb" --version
 for f in "^twinbit [0-9]" "^commit: " "^build type: " "^CUDA backend: " "^CPU ISA: .* in use" "^backend ABI: "; do
   grep -qE "$f" "$dir/out" && pass "--version: $f" || bad "--version lacks $f: $(head -c 300 "$dir/out")"
 done
-for c in demo pack info run conformance check bench gate devices plan calibrate; do expect_ok "help $c" "$tb" "$c" --help; done
+for c in demo pack info run conformance check bench gate devices plan calibrate run-model; do
+  expect_ok "help $c" "$tb" "$c" --help
+  grep -q "^Examples:" "$dir/out" && pass "$c --help has examples" || bad "$c --help: no examples"
+done
 expect_ok "pack --synthetic --small" "$tb" pack --synthetic --small -o "$dir/s.tbsc"
 expect_ok "info --verify" "$tb" info --verify "$dir/s.tbsc"
 grep -q "every checksum matches" "$dir/out" && pass "info --verify reports every checksum" || bad "info --verify output"
