@@ -34,7 +34,7 @@ TEST_CASE("cpu backend parameters: unknown keys and bad values are INVALID_ARGUM
     const char* quoted;
     const char* valid;
   } cases[] = {
-      {"cpu,thread=8", "'thread=8'", "valid keys: threads, isa, prefetch_bytes"},
+      {"cpu,thread=8", "'thread=8'", "valid keys: threads, isa, prefetch_bytes, amx_schedule"},
       {"cpu,threads=0", "threads=0", "1 .. 1024"},
       {"cpu,threads=1025", "threads=1025", "1 .. 1024"},
       {"cpu,threads=eight", "threads=eight", "1 .. 1024"},
@@ -44,6 +44,8 @@ TEST_CASE("cpu backend parameters: unknown keys and bad values are INVALID_ARGUM
       {"cpu,isa=SSE2", "isa=SSE2", "amx, avx512vnni, avx512bw, fma3_avx2, sse2"},
       {"cpu,prefetch_bytes=65537", "prefetch_bytes=65537", "0 .. 65536"},
       {"cpu,prefetch_bytes=8k", "prefetch_bytes=8k", "0 .. 65536"},
+      {"cpu,amx_schedule=fast", "amx_schedule=fast", "shared or quadrants"},
+      {"cpu,amx_schedule=0", "amx_schedule=0", "shared or quadrants"},
   };
   for (const auto& c : cases) {
     auto b = create_backend(std::string_view(c.spec));
@@ -55,7 +57,8 @@ TEST_CASE("cpu backend parameters: unknown keys and bad values are INVALID_ARGUM
     CHECK_MESSAGE(m.find(std::string("backend '") + c.spec + "'") != std::string::npos, m);
   }
   for (const char* good : {"cpu,threads=1", "cpu,threads=1024", "cpu,prefetch_bytes=0",
-                           "cpu,isa=sse2,threads=2,prefetch_bytes=4096", "cpu:0"}) {
+                           "cpu,isa=sse2,threads=2,prefetch_bytes=4096", "cpu:0",
+                           "cpu,amx_schedule=shared", "cpu,isa=sse2,amx_schedule=quadrants"}) {
     auto b = create_backend(std::string_view(good));
     CHECK_MESSAGE(b.ok(), good << ": " << b.status().to_string());
   }

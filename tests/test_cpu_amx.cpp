@@ -182,6 +182,30 @@ TEST_CASE("amx: the real tiles equal the emulated schedule on one shape (the emu
                "hardware tiles, rows in two ranges (the second starting inside a block)");
   }
 }
+
+TEST_CASE("amx: the spec key amx_schedule picks the tile schedule (describe names quadrants), the bits stay") {
+  if (!cpu::isa_runnable(cpu::Isa::kAmx)) {
+    MESSAGE("SKIPPED: this CPU or OS gives no AMX-INT8 tiles");
+    return;
+  }
+  const I8Case c = make_case(TB_PREC_Q8, 32, 300, 2048, 11);
+  for (const char* schedule : {"quadrants", "shared"}) {
+    auto be = create_cpu_backend({{"isa", "amx"}, {"amx_schedule", schedule}});
+    REQUIRE_MESSAGE(be.ok(), be.status().to_string());
+    const bool named = be->device().find("amx_schedule=quadrants") != std::string::npos;
+    CHECK_MESSAGE(named == (std::string(schedule) == "quadrants"), be->device());
+    tb_weights_view view{};
+    view.kind = TB_WEIGHTS_STRIPS;
+    view.strips = c.w.view;
+    auto bound = be->bind(view);
+    REQUIRE(bound.ok());
+    std::vector<float> y(static_cast<size_t>(32 * 300));
+    tb_gemm_args a{TB_ACT_I8, 32, nullptr, 0, c.xq.data(), c.kp, c.xd.data(), c.ng, y.data(), 300};
+    REQUIRE(be->gemm(bound.value(), a).ok());
+    INFO("amx_schedule=" << schedule);
+    check_same(y, c.ref, "cpu,isa=amx,amx_schedule");
+  }
+}
 }  // TEST_SUITE("amx")
 
 }  // namespace twinbit::test

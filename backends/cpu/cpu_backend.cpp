@@ -35,7 +35,10 @@ struct Context {
   const KernelTable* k = nullptr;
   int threads = 1;
   int prefetch_bytes = 8192;
-  int amx_schedule = 1;  // measured 4-6% faster than 0 (docs/results/cpu-amx-2026-12-02.md)
+  // The amx tag's tile schedule (kernels_amx.cpp): 1 shared tiles, measured 3.6-5.1% faster on a
+  // 16-core Xeon (docs/results/cpu-amx-2026-12-02.md); 0 quadrants, 11-13% faster on a 2-core one
+  // (cpu-amx-2026-12-05.md). The spec key amx_schedule picks; the bits are the same.
+  int amx_schedule = 1;
   std::unique_ptr<tbb::task_arena> arena;
   std::string device;
   std::string features;
@@ -442,6 +445,19 @@ Status choose_threads(const tb_backend_params* params, int* out) {
   return Status();
 }
 
+// amx_schedule=shared|quadrants (the names of GemmParams::amx_schedule's 1 and 0).
+Status parse_amx_schedule(const char* v, int* out) {
+  if (std::strcmp(v, "shared") == 0) {
+    *out = 1;
+  } else if (std::strcmp(v, "quadrants") == 0) {
+    *out = 0;
+  } else {
+    return Error(TB_INVALID_ARGUMENT, "%s: amx_schedule=%s is not a tile schedule (expected shared or quadrants)",
+                 kWho, v);
+  }
+  return Status();
+}
+
 Status parse_prefetch_bytes(const char* v, const char* what, int* out) {
   errno = 0;
   char* end = nullptr;
@@ -466,7 +482,7 @@ extern "C" tb_code tb_backend_create_cpu(uint32_t host_abi_version, tb_backend* 
                  TB_BACKEND_ABI_VERSION, host_abi_version).to_c(err);
   }
   Status s = subnormal_check("at backend creation");
-  if (s.ok()) s = twinbit::check_param_keys(params, kWho, {"threads", "isa", "prefetch_bytes"});
+  if (s.ok()) s = twinbit::check_param_keys(params, kWho, {"threads", "isa", "prefetch_bytes", "amx_schedule"});
   int32_t device = 0;  // the host is device 0, the only one
   if (s.ok()) s = twinbit::choose_device(params, kWho, 1, &device);
   Isa isa = Isa::kSse2;
@@ -478,6 +494,8 @@ extern "C" tb_code tb_backend_create_cpu(uint32_t host_abi_version, tb_backend* 
     s = parse_prefetch_bytes(find_param(params, "prefetch_bytes"), "cpu backend: prefetch_bytes=",
                              &prefetch_bytes);
   }
+  int amx_schedule = Context{}.amx_schedule;
+  if (s.ok() && find_param(params, "amx_schedule")) s = parse_amx_schedule(find_param(params, "amx_schedule"), &amx_schedule);
   if (!s.ok()) return s.to_c(err);
   auto ctx = std::unique_ptr<Context>(new (std::nothrow) Context);
   if (!ctx) return Error(TB_RESOURCE_EXHAUSTED, "cpu backend: out of host memory").to_c(err);
@@ -485,9 +503,10 @@ extern "C" tb_code tb_backend_create_cpu(uint32_t host_abi_version, tb_backend* 
   ctx->k = &kernel_table(isa);
   ctx->threads = threads;
   ctx->prefetch_bytes = prefetch_bytes;
+  ctx->amx_schedule = amx_schedule;
   ctx->arena = std::make_unique<tbb::task_arena>(threads);
-  ctx->device = cpu_model_name() + " (" + std::to_string(threads) + " threads, " +
-                isa_name(isa) + ")";
+  ctx->device = cpu_model_name() + " (" + std::to_string(threads) + " threads, " + isa_name(isa) +
+                (isa == Isa::kAmx && amx_schedule == 0 ? ", amx_schedule=quadrants" : "") + ")";
   ctx->features = std::string("gemm.q8,gemm.q4,act.f32,act.i8,gemv_f32,gemv_f32_pair,gdn_delta,"
                               "read_floor,quantize_i8,isa.") + isa_name(isa);
   out->iface = &kIface;
