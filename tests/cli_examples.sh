@@ -223,7 +223,7 @@ expect_usage "demo --backend with a bad spec: usage, before any artifact is made
 expect_usage "unknown backend name: usage, lists the built-ins" "unknown backend 'tpu' \(built in: cpu" "$tb" run "$dir/s.tbsc" --entry attn_q.q8 --backend tpu -o "$dir/yt.f32"
 expect_usage "bad spec: usage, quotes it" "backend spec 'cpu,': a parameter between commas is empty" "$tb" run "$dir/s.tbsc" --entry attn_q.q8 --backend "cpu," -o "$dir/yt.f32"
 expect_usage "reserved '+': usage, says why" "'\+' is reserved" "$tb" check "$dir/s.tbsc" --backend cpu --against "cpu+cpu"
-expect_usage "unknown key: usage, quotes it and lists the keys" "unknown parameter 'thread=2' \(valid keys: threads, isa, prefetch_bytes\)" "$tb" conformance --backend "cpu,thread=2" --sweep none --cases 1 -q
+expect_usage "unknown key: usage, quotes it and lists the keys" "unknown parameter 'thread=2' \(valid keys: threads, isa, prefetch_bytes, amx_schedule\)" "$tb" conformance --backend "cpu,thread=2" --sweep none --cases 1 -q
 expect_usage "bad isa: usage, lists the tags" "isa=avx9 is not an instruction-set tag .*sse2" "$tb" gate --backend "cpu,isa=avx9" --shape 64x64
 expect_exit "cpu:1: cannot run here (77), names the count" 77 "device 1 does not exist \(this machine has 1 device" "$tb" run "$dir/s.tbsc" --entry attn_q.q8 --backend cpu:1 -o "$dir/yt.f32"
 expect_ok "conformance --backend cpu,isa=sse2,threads=1" "$tb" conformance --backend "cpu,isa=sse2,threads=1" --sweep none --cases 5 -q
