@@ -30,12 +30,16 @@ cuda::DeviceStrips strips_of(tb_prec prec, int64_t n, int64_t k) {
 }
 
 GemmSchedule plan(int64_t n, int64_t k, int64_t m, tb_act_mode mode, int64_t sms = 132,
-                  DecodePath decode = DecodePath::kAuto) {
+                  DecodePath decode = DecodePath::kAuto, tb_prec prec = TB_PREC_Q8) {
   cuda::GemmLaunch a;
   a.mode = mode;
   a.m = m;
   a.decode = decode;
-  return cuda::plan_gemm(strips_of(TB_PREC_Q8, n, k), a, split_plan(n, k), sms);
+  return cuda::plan_gemm(strips_of(prec, n, k), a, split_plan(n, k), sms);
+}
+
+GemmSchedule plan_q4(int64_t n, int64_t k, int64_t m, tb_act_mode mode) {
+  return plan(n, k, m, mode, 132, DecodePath::kAuto, TB_PREC_Q4);
 }
 
 std::string describe(const GemmSchedule& s) {
@@ -88,11 +92,16 @@ TEST_CASE("cuda gemm plan on 132 SMs, M32: F32 lm_head two strips per warp in ro
   CHECK(describe(s) == "row tile 8, 1 strips per warp, one slice, rows outside");
 }
 
-TEST_CASE("cuda gemm plan, mode I8 on 132 SMs: tensor cores for every M > 1: strip blocks up to 8 rows, up to 96 where 16-row blocks staging their activations fit, up to 32 where row-tile blocks would not fill the GPU twice, in tiles of 8 rows up to 8, 16 staging activations above (tiles into L2 ahead past one wave of one row tile); row-tile blocks otherwise (the smallest of 8/16/32 holding M; past 32 rows 64, or 32 where there would be fewer than two 64-row blocks an SM); never at M = 1 or in mode F32; forced on or off") {
+TEST_CASE("cuda gemm plan, mode I8 on 132 SMs: tensor cores for every M > 1: strip blocks up to 8 rows, up to 96 where 16-row blocks staging their activations fit (in q8 only up to 32 where row-tile blocks fill the GPU twice), up to 32 where row-tile blocks would not fill the GPU twice, in tiles of 8 rows up to 8, 16 staging activations above (tiles into L2 ahead past one wave of one row tile); row-tile blocks otherwise (the smallest of 8/16/32 holding M; past 32 rows 64, or 32 where there would be fewer than two 64-row blocks an SM); never at M = 1 or in mode F32; forced on or off") {
   for (int64_t m : {33, 64, 96}) {  // gate_up: 16-row strip blocks staging activations, two strips a block
-    CHECK(describe(plan(12288, 2048, m, TB_ACT_I8)) ==
-          "tensor-core strip blocks, row tile 16, activations staged, 4 warps per strip");
-    CHECK(describe(plan(151936, 2048, m, TB_ACT_I8)) == "tensor-core strip blocks, row tile 16, activations staged");
+    const std::string staged = "tensor-core strip blocks, row tile 16, activations staged";
+    CHECK(describe(plan_q4(12288, 2048, m, TB_ACT_I8)) == staged + ", 4 warps per strip");
+    CHECK(describe(plan_q4(151936, 2048, m, TB_ACT_I8)) == staged);
+    // q8: row-tile blocks wherever they fill the GPU twice (gate_up: 96 blocks per 32-row tile,
+    // three tiles at 96 rows; lm_head always); strip blocks where they would not.
+    CHECK_MESSAGE(describe(plan(12288, 2048, m, TB_ACT_I8)) ==
+                      (m == 96 ? "tensor cores, row tile 32, every slice" : staged + ", 4 warps per strip"), "M=" << m);
+    CHECK(describe(plan(151936, 2048, m, TB_ACT_I8)) == "tensor cores, row tile 64, every slice");
   }
   // gate_up: 96 blocks of 4 strips per row tile; 64-row tiles reach two blocks an SM (264) from
   // M = 129 on (three row tiles). lm_head (1187 per row tile) always.
@@ -197,8 +206,9 @@ TEST_CASE("cuda gemm plan: strip blocks start during the kernel before them (dep
   CHECK_FALSE(plan(2048, 6144, 16, TB_ACT_I8).overlap_previous);   // down: 128 blocks
   CHECK_FALSE(plan(4096, 2048, 32, TB_ACT_I8).overlap_previous);  // qkv: 256 blocks, under 2 x 132
   CHECK(plan(151936, 2048, 32, TB_ACT_I8).overlap_previous);  // lm_head: 4 slices, two strips by nsplit
-  CHECK(plan(151936, 2048, 96, TB_ACT_I8).overlap_previous);  // lm_head: strip blocks up to 96 rows
-  CHECK_FALSE(plan(151936, 2048, 97, TB_ACT_I8).overlap_previous);  // row-tile blocks
+  CHECK(plan_q4(151936, 2048, 96, TB_ACT_I8).overlap_previous);  // lm_head q4: strip blocks up to 96 rows
+  CHECK_FALSE(plan_q4(151936, 2048, 97, TB_ACT_I8).overlap_previous);  // row-tile blocks
+  CHECK_FALSE(plan(151936, 2048, 33, TB_ACT_I8).overlap_previous);  // q8: row-tile blocks past 32 rows
   CHECK_FALSE(plan(12288, 2048, 1, TB_ACT_I8).overlap_previous);    // decode
   CHECK_FALSE(plan(12288, 2048, 8, TB_ACT_F32).overlap_previous);
 }

@@ -34,7 +34,7 @@
 //     warp's strip is the A operand of two m16n8k32 mmas per group, rows in tiles of 8 to 64 are
 //     the B operand, staged in shared memory in fragment order; the float step stays per (column,
 //     row, group) on the CUDA cores, in the contract's order.
-//   - Mode I8 up to 8 rows, up to 96 where they fit, and up to 32 where the row tiles leave the GPU half empty, runs tensor-core STRIP BLOCKS
+//   - Mode I8 up to 8 rows, up to 96 where they fit (q8: 32 where the row tiles fill the GPU twice), and up to 32 where the row tiles leave the GPU half empty, runs tensor-core STRIP BLOCKS
 //     instead (gemm_mma_strips.cuh): a block's 8 warps take the slices of its 1-8 strips round
 //     by round and fold them through shared memory in ascending z; a warp's weight tiles in
 //     flight are a ring of registers, or slots in shared memory filled by cp.async on grids of

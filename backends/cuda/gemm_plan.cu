@@ -299,7 +299,15 @@ GemmSchedule plan_gemm(const DeviceStrips& w, const GemmLaunch& a, int64_t nspli
   // 41.7 / 58.6 against 72.1 on 64-row and 65.1 on 32-row blocks); at 128 rows they no longer do
   // (gate_up 76.0 against 65.3 on 32-row blocks, lm_head 699.3 against 676.5 on 64-row blocks;
   // docs/results/h200-2026-12-04-large-m.md).
-  const bool strips_auto = a.m <= 8 || (a.m <= kMmaStripsMaxRows && acts_allowed) || (a.m <= 32 && !fills_twice);
+  // Past 32 rows in q8 the row-tile blocks win again wherever they fill the GPU twice, since
+  // their fold moved to shared memory (lm_head M = 33 / 64 / 96: 210.4 / 220.9 / 404.7 us
+  // against 256.6 / 368.1 / 536.4; gate_up M = 80 / 96, 288 blocks: 54.1 / 54.9 against 54.6 /
+  // 59.2). q4 keeps the strip blocks: they win at 40 rows (lm_head 279.1 against 326.6) and
+  // lose at 64 / 96 (398.1 / 584.7 against 342.1 / 569.7), too few points for a rule
+  // (docs/results/h200-2026-12-04-smem-fold.md section 3).
+  const bool rows_past_32 = w.prec == TB_PREC_Q8 && a.m > 32 && fills_twice;
+  const bool strips_auto = a.m <= 8 || (a.m <= kMmaStripsMaxRows && acts_allowed && !rows_past_32) ||
+                           (a.m <= 32 && !fills_twice);
   const bool strips = force.mma_strips == Toggle::kOn || (force.mma_strips == Toggle::kAuto && strips_auto);
   const bool mma_auto = strips || a.m > 32 || (a.m >= 16 && fills_twice);
   if (a.mode == TB_ACT_I8 && force.cols != 2 &&

@@ -11,7 +11,9 @@
 //     strips or longer shares, where the strip blocks would serialise).
 //   - Prefill in mode I8 runs the integer tensor cores on devices that have them (sm_80+) at
 //     every M > 1: the strip blocks (gemm_mma_strips.cuh: a strip's slices over a block's warps)
-//     up to 8 rows, up to 96 where the 16-row blocks staging activations fit (below), and up to
+//     up to 8 rows, up to 96 where the 16-row blocks staging activations fit (below; in q8 only
+//     up to 32 where the row-tile blocks fill the GPU twice: their fold in shared memory wins
+//     there), and up to
 //     32 where the row-tile blocks would not fill the GPU twice, in 8-row tiles up to 16 rows, 16
 //     above; otherwise the row-tile kernel (gemm_mma.cu), every slice per block, rows per block
 //     the smallest of 8, 16, 32 that holds M; past 32 rows 64, or 32 where there would be fewer
