@@ -16,6 +16,7 @@
 #include "tests/test_cuda_support.h"
 #ifdef TWINBIT_HAS_CUDA_BACKEND
 #include "backends/cuda/cuda_backend.h"
+#include "backends/cuda/output_copy.h"
 #endif
 
 namespace twinbit::cuda_test {
@@ -177,45 +178,82 @@ TEST_CASE("gpu gemm without graphs equals reference bits, q8 q4 x f32 i8, M{1,8,
   REQUIRE(cuda->set_switch("cuda.set_use_graphs", 1).ok());
 }
 
-TEST_CASE("gpu gemm outputs of 1 MiB and more leave in chunks copied out as they land: bits equal the reference under one chunk (one copy), just past one (two chunks) and at three, with rows packed and with a row stride ldy > n whose gaps stay untouched, with and without graphs, q8 f32 i8, N1000 K256") {
+TEST_CASE("gpu gemm outputs of 1 MiB and more, every output form (one copy; row chunks; column ranges by the rule, forced 1, 3, 7 and more than the strips): bits equal the reference under 1 MiB, just past it and at three chunks, rows packed and with a row stride ldy > n whose gaps stay untouched, with and without graphs, q8 q4 x f32 i8, N1000 (ragged) K256") {
   auto cuda = cuda_or_skip();
   if (!cuda) return;
   constexpr int64_t n = 1000, k = 256;
-  HostStrips h = random_strips(TB_PREC_Q8, n, k, 907);
-  auto bound = cuda->bind(strips_view(h));
-  REQUIRE(bound.ok());
+  struct Form {
+    cuda::OutputForm form;
+    int ranges;
+  };
+  const Form forms[] = {{cuda::OutputForm::kOneCopy, 0},      {cuda::OutputForm::kRowChunks, 0},
+                        {cuda::OutputForm::kColumnRanges, 0}, {cuda::OutputForm::kColumnRanges, 1},
+                        {cuda::OutputForm::kColumnRanges, 3}, {cuda::OutputForm::kColumnRanges, 7},
+                        {cuda::OutputForm::kColumnRanges, 64}};
   const float gap = std::nanf("0x5ca");
   uint32_t gap_bits = 0;
   std::memcpy(&gap_bits, &gap, 4);
-  for (int graphs : {1, 0}) {
-    REQUIRE(cuda->set_switch("cuda.set_use_graphs", graphs).ok());
-    // 262 rows: 262000 floats, under a 1 MiB chunk (one copy); 263: two chunks; 600: three.
+  int64_t calls = 0;
+  for (tb_prec prec : {TB_PREC_Q8, TB_PREC_Q4}) {
+    HostStrips h = random_strips(prec, n, k, 907 + prec);
+    auto bound = cuda->bind(strips_view(h));
+    REQUIRE(bound.ok());
+    // 262 rows: 262000 floats, under 1 MiB (one copy); 263: two chunks; 600: three.
     for (int64_t m : {262, 263, 600}) {
-      for (int64_t ldy : {n, n + 3}) {
-        for (tb_act_mode mode : {TB_ACT_F32, TB_ACT_I8}) {
-          Activations a = make_activations(m, k, 53 + m);
-          const auto want = reference(mode, m, h.view, a);
-          std::vector<float> got(static_cast<size_t>(m * ldy), gap);
-          tb_gemm_args g = gemm_args(mode, m, h.view, a, got.data());
-          g.ldy = ldy;
-          REQUIRE(cuda->gemm(*bound, g).ok());
-          int64_t differ = 0, touched = 0;
-          for (int64_t r = 0; r < m; ++r) {
-            differ += std::memcmp(want.data() + r * n, got.data() + r * ldy, n * 4) != 0;
-            for (int64_t c = n; c < ldy; ++c) {
-              uint32_t bits = 0;
-              std::memcpy(&bits, &got[static_cast<size_t>(r * ldy + c)], 4);
-              touched += bits != gap_bits;
+      for (tb_act_mode mode : {TB_ACT_F32, TB_ACT_I8}) {
+        // Two inputs in turn (one per ldy): a call that copied out an earlier call's output,
+        // still in staging, would show.
+        Activations acts[2] = {make_activations(m, k, 53 + m), make_activations(m, k, 54 + m)};
+        const std::vector<float> wants[2] = {reference(mode, m, h.view, acts[0]), reference(mode, m, h.view, acts[1])};
+        for (int graphs : {1, 0}) {
+          REQUIRE(cuda->set_switch("cuda.set_use_graphs", graphs).ok());
+          for (const Form& f : forms) {
+            REQUIRE(cuda->set_switch("cuda.set_chunked_output", static_cast<int64_t>(f.form)).ok());
+            REQUIRE(cuda->set_switch("cuda.set_output_chunks", f.ranges).ok());
+            for (int64_t ldy : {n, n + 3}) {
+              const int which = ldy == n ? 0 : 1;
+              const std::vector<float>& want = wants[which];
+              std::vector<float> got(static_cast<size_t>(m * ldy), gap);
+              tb_gemm_args g = gemm_args(mode, m, h.view, acts[which], got.data());
+              g.ldy = ldy;
+              const Status st = cuda->gemm(*bound, g);
+              REQUIRE_MESSAGE(st.ok(), st.to_string());
+              ++calls;
+              int64_t differ = 0, touched = 0;
+              for (int64_t r = 0; r < m; ++r) {
+                differ += std::memcmp(want.data() + r * n, got.data() + r * ldy, n * 4) != 0;
+                for (int64_t c = n; c < ldy; ++c) {
+                  uint32_t bits = 0;
+                  std::memcpy(&bits, &got[static_cast<size_t>(r * ldy + c)], 4);
+                  touched += bits != gap_bits;
+                }
+              }
+              CHECK_MESSAGE(differ == 0, prec_name(prec) << " " << act_mode_name(mode) << " M=" << m << " ldy=" << ldy
+                                             << " graphs=" << graphs << " form=" << static_cast<int>(f.form)
+                                             << " ranges=" << f.ranges << ": " << differ << " rows differ");
+              CHECK_MESSAGE(touched == 0, "M=" << m << " ldy=" << ldy << ": " << touched << " gap floats written");
             }
           }
-          CHECK_MESSAGE(differ == 0, std::string(act_mode_name(mode)) << " M=" << m << " ldy=" << ldy << " graphs="
-                                         << graphs << ": " << differ << " rows differ");
-          CHECK_MESSAGE(touched == 0, "M=" << m << " ldy=" << ldy << ": " << touched << " gap floats written");
         }
       }
     }
   }
-  REQUIRE(cuda->set_switch("cuda.set_use_graphs", 1).ok());
+  REQUIRE(cuda->set_switch("cuda.set_use_graphs", 1).ok());  // the defaults
+  REQUIRE(cuda->set_switch("cuda.set_chunked_output", static_cast<int64_t>(cuda::OutputForm::kColumnRanges)).ok());
+  REQUIRE(cuda->set_switch("cuda.set_output_chunks", 0).ok());
+  MESSAGE("output forms: " << calls << " calls compared with the reference");
+}
+
+TEST_CASE("cuda output switches refuse values out of range, naming the switch") {
+  auto cuda = cuda_or_skip();
+  if (!cuda) return;
+  const Status form = cuda->set_switch("cuda.set_chunked_output", 3);
+  CHECK(form.code() == TB_INVALID_ARGUMENT);
+  CHECK(form.message().find("cuda.set_chunked_output") != std::string::npos);
+  const Status ranges = cuda->set_switch("cuda.set_output_chunks", cuda::kMaxColumnRanges + 1);
+  CHECK(ranges.code() == TB_INVALID_ARGUMENT);
+  CHECK(ranges.message().find("cuda.set_output_chunks") != std::string::npos);
+  CHECK(cuda->set_switch("cuda.set_output_chunks", -1).code() == TB_INVALID_ARGUMENT);
 }
 
 TEST_CASE("gpu gemm decode M1, every decode kernel (strip blocks, slice blocks, automatic) x direct output or copy-back, q8 q4 x f32 i8, (N,K) {(2048,2048),(1024,2048),(6144,2048),(12288,2048),(2048,6144),(4096,2048),(11300,6144),(1000,96),(257,256),(151936,2048)}") {

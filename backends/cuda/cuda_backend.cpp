@@ -1,10 +1,6 @@
-// The CUDA backend: device-resident weights, pinned staging, one synchronisation per call (a large
-// gemm output: one per chunk, each copied out as it lands; output_copy.h).
-//
-// Per call the backend leases a Lane (a stream, pinned host staging for inputs and outputs,
-// device buffers, the gemm workspace and the captured graphs); a lane serves one call at a time
-// and returns to a pool, so concurrent host threads never share staging, and the pool grows to
-// the number of threads calling at once. Weights live in device memory from bind to release.
+// The CUDA backend's C interface: device-resident weights, pinned staging, one synchronisation
+// per call (a large gemm output: one per piece, each copied out as it lands; gemm_offload.cpp).
+// Its state (contexts, bound weights, lanes): backend_state.h.
 #include "backends/cuda/cuda_backend.h"
 
 #include <cuda_runtime.h>
@@ -24,9 +20,9 @@
 #include <vector>
 
 #include "artifacts/read_guard.h"
+#include "backends/cuda/backend_state.h"
 #include "backends/cuda/cuda_status.h"
 #include "backends/cuda/device_calls.h"
-#include "backends/cuda/output_copy.h"
 #include "backends/cuda/quantize_kernels.h"
 #include <twinbit/backend_params.hpp>
 #include "core/numerics.h"
@@ -35,186 +31,6 @@
 
 namespace twinbit::cuda {
 namespace {
-
-constexpr size_t kMaxPartialBytes = size_t{256} << 20;  // gemm workspace cap; rows are chunked past it
-constexpr size_t kBindChunk = size_t{32} << 20;         // pinned staging slot for uploads
-constexpr size_t kMaxGraphsPerLane = 64;
-// Outputs up to this size are written by the kernel straight into the pinned (mapped) host
-// staging: a small call then has no device-to-host copy node, whose DMA setup costs more than the
-// few KiB cost on the bus. Larger outputs go through one copy at full DMA bandwidth.
-constexpr size_t kMaxDirectOutputBytes = size_t{64} << 10;
-
-struct DeviceBuffer {
-  void* p = nullptr;
-  size_t cap = 0;
-};
-struct PinnedBuffer {
-  void* p = nullptr;
-  size_t cap = 0;
-};
-
-size_t round_up(size_t v) { return (v + 65535) / 65536 * 65536; }
-
-Status device_oom(size_t bytes, const char* what) {
-  (void)cudaGetLastError();
-  size_t free_b = 0, total_b = 0;
-  (void)cudaMemGetInfo(&free_b, &total_b);
-  return Error(TB_RESOURCE_EXHAUSTED, "cuda: out of device memory allocating %zu bytes for %s "
-               "(%zu of %zu bytes free)", bytes, what, free_b, total_b);
-}
-
-// Grows b to at least `bytes`; contents are not kept. Sets *moved when the buffer was replaced.
-Status grow(DeviceBuffer& b, size_t bytes, const char* what, bool* moved) {
-  if (bytes <= b.cap) return Status();
-  if (b.p) TB_CUDA_TRY(cudaFree(b.p));
-  b.p = nullptr;
-  b.cap = 0;
-  const size_t want = round_up(bytes);
-  if (cudaMalloc(&b.p, want) != cudaSuccess) {
-    b.p = nullptr;
-    return device_oom(want, what);
-  }
-  b.cap = want;
-  *moved = true;
-  return Status();
-}
-Status grow(PinnedBuffer& b, size_t bytes, const char* what, bool* moved) {
-  if (bytes <= b.cap) return Status();
-  if (b.p) TB_CUDA_TRY(cudaFreeHost(b.p));
-  b.p = nullptr;
-  b.cap = 0;
-  const size_t want = round_up(bytes);
-  if (cudaMallocHost(&b.p, want) != cudaSuccess) {
-    (void)cudaGetLastError();
-    b.p = nullptr;
-    return Error(TB_RESOURCE_EXHAUSTED, "cuda: cannot allocate %zu bytes of pinned host memory "
-                 "for %s", want, what);
-  }
-  b.cap = want;
-  *moved = true;
-  return Status();
-}
-
-constexpr uint64_t kBoundMagic = 0x7462637562643031ull;  // "tbcubd01"
-
-struct Bound {
-  uint64_t magic = kBoundMagic;  // the device-resident calls refuse a stray handle by it
-  const void* owner = nullptr;   // the Ctx that bound it (its device holds the copy)
-  uint64_t id = 0;  // unique per bind (graph keys never confuse a freed handle with a new one)
-  tb_weights_kind kind = TB_WEIGHTS_STRIPS;
-  DeviceStrips strips;
-  void* d_codes = nullptr;
-  void* d_scales = nullptr;
-  float* d_matrix = nullptr;  // (rows, cols)
-  int64_t rows = 0, cols = 0;
-  BindReport report;
-  ~Bound() {
-    if (d_codes) cudaFree(d_codes);
-    if (d_scales) cudaFree(d_scales);
-    if (d_matrix) cudaFree(d_matrix);
-  }
-};
-
-struct GraphKey {
-  uint64_t bind_id;
-  int64_t m;
-  int mode;
-  int variant;  // direct output, decode path (switches of the benchmark)
-  bool operator<(const GraphKey& o) const {
-    return std::tie(bind_id, m, mode, variant) < std::tie(o.bind_id, o.m, o.mode, o.variant);
-  }
-};
-
-struct Lane {
-  cudaStream_t stream = nullptr;
-  PinnedBuffer h_in, h_out;
-  DeviceBuffer d_in, d_out, d_aux, d_partial, d_counters;
-  std::map<GraphKey, cudaGraphExec_t> graphs;  // valid while no buffer above moves
-  void* h_out_mapped_of = nullptr;  // h_out.p whose device address h_out_mapped is
-  void* h_out_mapped = nullptr;
-  OutputEvents out_events;  // large outputs: one per chunk copied out (output_copy.h)
-
-  void drop_graphs() {
-    for (auto& [key, exec] : graphs) cudaGraphExecDestroy(exec);
-    graphs.clear();
-  }
-  ~Lane() {
-    drop_graphs();
-    for (DeviceBuffer* b : {&d_in, &d_out, &d_aux, &d_partial, &d_counters}) {
-      if (b->p) cudaFree(b->p);
-    }
-    for (PinnedBuffer* b : {&h_in, &h_out}) {
-      if (b->p) cudaFreeHost(b->p);
-    }
-    if (stream) cudaStreamDestroy(stream);
-  }
-};
-
-struct Ctx {
-  int device = 0;
-  std::string device_desc;
-  uint64_t memory_bytes = 0;
-
-  std::mutex lanes_mu;
-  std::vector<std::unique_ptr<Lane>> lanes;
-  std::vector<Lane*> free_lanes;
-
-  std::mutex bind_mu;  // one upload at a time through the two pinned slots
-  cudaStream_t bind_stream = nullptr;
-  void* bind_slot[2] = {nullptr, nullptr};
-  cudaEvent_t bind_done[2] = {nullptr, nullptr};
-
-  std::atomic<uint64_t> next_bind_id{1};
-  std::atomic<bool> use_graphs{true};
-  std::atomic<int> decode_path{static_cast<int>(DecodePath::kAuto)};
-  std::atomic<bool> direct_output{true};
-  std::atomic<bool> chunked_output{true};
-  std::atomic<int> gdn_variant{0};
-
-  ~Ctx() {
-    lanes.clear();
-    for (int i = 0; i < 2; ++i) {
-      if (bind_slot[i]) cudaFreeHost(bind_slot[i]);
-      if (bind_done[i]) cudaEventDestroy(bind_done[i]);
-    }
-    if (bind_stream) cudaStreamDestroy(bind_stream);
-  }
-};
-
-// A leased lane, returned to the pool on destruction.
-class LaneLease {
- public:
-  explicit LaneLease(Ctx& c) : c_(c) {}
-  ~LaneLease() {
-    if (lane_) {
-      std::lock_guard<std::mutex> lock(c_.lanes_mu);
-      c_.free_lanes.push_back(lane_);
-    }
-  }
-  Status acquire() {
-    {
-      std::lock_guard<std::mutex> lock(c_.lanes_mu);
-      if (!c_.free_lanes.empty()) {
-        lane_ = c_.free_lanes.back();
-        c_.free_lanes.pop_back();
-        return Status();
-      }
-    }
-    auto fresh = std::make_unique<Lane>();
-    TB_CUDA_TRY(cudaStreamCreateWithFlags(&fresh->stream, cudaStreamNonBlocking));
-    std::lock_guard<std::mutex> lock(c_.lanes_mu);
-    lane_ = fresh.get();
-    c_.lanes.push_back(std::move(fresh));
-    return Status();
-  }
-  Lane& operator*() const { return *lane_; }
-
- private:
-  Ctx& c_;
-  Lane* lane_ = nullptr;
-};
-
-Ctx& ctx_of(void* c) { return *static_cast<Ctx*>(c); }
 
 // ---- describe / supports ---------------------------------------------------------------------
 
@@ -365,147 +181,10 @@ void weights_release(void* c, void* handle) {
 
 // ---- gemm ------------------------------------------------------------------------------------
 
-struct GemmPlan {
-  int64_t m = 0, rows_per_launch = 0;
-  size_t in_bytes = 0, out_bytes = 0, x_off_xd = 0;
-  DecodePath decode = DecodePath::kAuto;
-  float* direct_y = nullptr;  // device view of the pinned output staging, or null: copy back
-  bool chunked_out = false;   // the copy back is not enqueued here: copy_output_chunked after
-};
-
-// Enqueues the call's device work on the lane's stream: one H2D copy, the launches, one D2H copy.
-Status enqueue_gemm(Lane& l, const DeviceStrips& w, tb_act_mode mode, const GemmPlan& p) {
-  TB_CUDA_TRY(cudaMemcpyAsync(l.d_in.p, l.h_in.p, p.in_bytes, cudaMemcpyHostToDevice, l.stream));
-  for (int64_t r0 = 0; r0 < p.m; r0 += p.rows_per_launch) {
-    GemmLaunch a;
-    a.mode = mode;
-    a.m = std::min(p.rows_per_launch, p.m - r0);
-    if (mode == TB_ACT_F32) {
-      a.x = static_cast<const float*>(l.d_in.p) + r0 * w.kp;
-    } else {
-      a.xq = static_cast<const int8_t*>(l.d_in.p) + r0 * w.kp;
-      a.xd = reinterpret_cast<const float*>(static_cast<const char*>(l.d_in.p) + p.x_off_xd) +
-             r0 * (w.kp / 32);
-    }
-    a.y = (p.direct_y ? p.direct_y : static_cast<float*>(l.d_out.p)) + r0 * w.n;
-    a.decode = p.decode;
-    a.partial = static_cast<float*>(l.d_partial.p);
-    a.counters = static_cast<unsigned*>(l.d_counters.p);
-    TB_RETURN_IF_ERROR(launch_gemm(w, a, l.stream));
-  }
-  if (!p.direct_y && !p.chunked_out) {
-    TB_CUDA_TRY(cudaMemcpyAsync(l.h_out.p, l.d_out.p, p.out_bytes, cudaMemcpyDeviceToHost, l.stream));
-  }
-  return Status();
-}
-
-Status run_gemm_graph(Lane& l, const Bound& b, tb_act_mode mode, const GemmPlan& p) {
-  const GraphKey key{b.id, p.m, static_cast<int>(mode),
-                     (p.direct_y ? 1 : 0) | (p.chunked_out ? 2 : 0) | (static_cast<int>(p.decode) << 2)};
-  auto it = l.graphs.find(key);
-  if (it == l.graphs.end()) {
-    if (l.graphs.size() >= kMaxGraphsPerLane) l.drop_graphs();
-    TB_CUDA_TRY(cudaStreamBeginCapture(l.stream, cudaStreamCaptureModeThreadLocal));
-    const Status enq = enqueue_gemm(l, b.strips, mode, p);
-    cudaGraph_t graph = nullptr;
-    const cudaError_t end = cudaStreamEndCapture(l.stream, &graph);  // always end the capture
-    if (!enq.ok()) {
-      if (graph) cudaGraphDestroy(graph);
-      return enq;
-    }
-    TB_CUDA_TRY(end);
-    cudaGraphExec_t exec = nullptr;
-    const cudaError_t inst = cudaGraphInstantiate(&exec, graph, 0);
-    cudaGraphDestroy(graph);
-    TB_CUDA_TRY(inst);
-    it = l.graphs.emplace(key, exec).first;
-  }
-  TB_CUDA_TRY(cudaGraphLaunch(it->second, l.stream));
-  return Status();
-}
-
-Status gemm_impl(Ctx& c, const Bound& b, const tb_gemm_args& a) {
-  if (b.kind != TB_WEIGHTS_STRIPS) {
-    return Error(TB_FAILED_PRECONDITION, "cuda: gemm needs strip weights, the handle holds a matrix");
-  }
-  const DeviceStrips& w = b.strips;
-  if (const char* why = gemm_unsupported_reason(w.n, w.k)) {
-    return Error(TB_UNIMPLEMENTED, "cuda: %s (K = %lld)", why, static_cast<long long>(w.k));
-  }
-  TB_CUDA_TRY(cudaSetDevice(c.device));
-  LaneLease lease(c);
-  TB_RETURN_IF_ERROR(lease.acquire());
-  Lane& l = *lease;
-
-  GemmPlan p;
-  p.m = a.m;
-  const int64_t ng = w.kp / 32;
-  if (a.mode == TB_ACT_F32) {
-    p.in_bytes = static_cast<size_t>(a.m * w.kp) * 4;
-  } else {
-    p.x_off_xd = static_cast<size_t>(a.m * w.kp);  // a multiple of 32: xd stays aligned
-    p.in_bytes = p.x_off_xd + static_cast<size_t>(a.m * ng) * 4;
-  }
-  p.out_bytes = static_cast<size_t>(a.m * w.n) * 4;
-  p.rows_per_launch = std::min(a.m, gemm_rows_per_launch(w, kMaxPartialBytes));
-  bool moved = false;
-  TB_RETURN_IF_ERROR(grow(l.h_in, p.in_bytes, "gemm input staging", &moved));
-  TB_RETURN_IF_ERROR(grow(l.h_out, p.out_bytes, "gemm output staging", &moved));
-  TB_RETURN_IF_ERROR(grow(l.d_in, p.in_bytes, "gemm input", &moved));
-  TB_RETURN_IF_ERROR(grow(l.d_out, p.out_bytes, "gemm output", &moved));
-  TB_RETURN_IF_ERROR(grow(l.d_partial, std::max<size_t>(4, gemm_partial_floats(w, p.rows_per_launch) * 4),
-                          "gemm slice partials", &moved));
-  const size_t counter_bytes = gemm_counter_count(w, p.rows_per_launch) * 4;
-  bool counters_moved = false;
-  TB_RETURN_IF_ERROR(grow(l.d_counters, counter_bytes, "gemm fold counters", &counters_moved));
-  if (counters_moved) {  // kernels leave counters at zero; a fresh buffer starts there too
-    TB_CUDA_TRY(cudaMemsetAsync(l.d_counters.p, 0, l.d_counters.cap, l.stream));
-    moved = true;
-  }
-  if (moved) l.drop_graphs();
-  p.decode = static_cast<DecodePath>(c.decode_path.load(std::memory_order_relaxed));
-  if (c.direct_output.load(std::memory_order_relaxed) && p.out_bytes <= kMaxDirectOutputBytes) {
-    if (l.h_out_mapped_of != l.h_out.p) {  // pinned memory is mapped: its device address, once
-      TB_CUDA_TRY(cudaHostGetDevicePointer(&l.h_out_mapped, l.h_out.p, 0));
-      l.h_out_mapped_of = l.h_out.p;
-    }
-    p.direct_y = static_cast<float*>(l.h_out_mapped);
-  }
-  p.chunked_out = !p.direct_y && p.out_bytes >= kChunkedOutputBytes && c.chunked_output.load(std::memory_order_relaxed);
-
-  // Pack the activations into pinned staging, rows contiguous (K == Kp: K % 32 == 0 here).
-  if (a.mode == TB_ACT_F32) {
-    for (int64_t r = 0; r < a.m; ++r) {
-      std::memcpy(static_cast<float*>(l.h_in.p) + r * w.kp, a.x + r * a.ldx, w.kp * 4);
-    }
-  } else {
-    char* h = static_cast<char*>(l.h_in.p);
-    for (int64_t r = 0; r < a.m; ++r) {
-      std::memcpy(h + r * w.kp, a.xq + r * a.ldxq, w.kp);
-      std::memcpy(h + p.x_off_xd + r * ng * 4, a.xd + r * a.ldxd, ng * 4);
-    }
-  }
-  if (c.use_graphs.load(std::memory_order_relaxed)) {
-    TB_RETURN_IF_ERROR(run_gemm_graph(l, b, a.mode, p));
-  } else {
-    TB_RETURN_IF_ERROR(enqueue_gemm(l, w, a.mode, p));
-  }
-  if (p.chunked_out) {  // the output leaves in chunks, each copied out as it lands
-    TB_RETURN_IF_ERROR(copy_output_chunked(l.stream, static_cast<const float*>(l.d_out.p),
-                                           static_cast<float*>(l.h_out.p), a.m, w.n, a.y, a.ldy, l.out_events));
-    TB_CUDA_TRY(cudaStreamSynchronize(l.stream));  // nothing left to wait for; surfaces any error
-    return Status();
-  }
-  TB_CUDA_TRY(cudaStreamSynchronize(l.stream));  // the call's one synchronisation
-  for (int64_t r = 0; r < a.m; ++r) {
-    std::memcpy(a.y + r * a.ldy, static_cast<const float*>(l.h_out.p) + r * w.n, w.n * 4);
-  }
-  return Status();
-}
-
 tb_code gemm(void* c, void* handle, const tb_gemm_args* a, tb_error* err) {
-  return gemm_impl(ctx_of(c), *static_cast<const Bound*>(handle), *a).to_c(err);
+  return gemm_offload(ctx_of(c), *static_cast<const Bound*>(handle), *a).to_c(err);
 }
+
 
 // ---- gemv ------------------------------------------------------------------------------------
 
@@ -722,7 +401,11 @@ tb_code sw_direct_output(void* c, int64_t v, tb_error* err) {
   return set_bool_switch<&Ctx::direct_output>(c, v, err, "cuda.set_direct_output");
 }
 tb_code sw_chunked_output(void* c, int64_t v, tb_error* err) {
-  return set_bool_switch<&Ctx::chunked_output>(c, v, err, "cuda.set_chunked_output");
+  return set_int_switch<&Ctx::output_form, static_cast<int64_t>(OutputForm::kColumnRanges)>(
+      c, v, err, "cuda.set_chunked_output");
+}
+tb_code sw_output_chunks(void* c, int64_t v, tb_error* err) {
+  return set_int_switch<&Ctx::output_ranges, kMaxColumnRanges>(c, v, err, "cuda.set_output_chunks");
 }
 tb_code sw_decode_path(void* c, int64_t v, tb_error* err) {
   return set_int_switch<&Ctx::decode_path, static_cast<int64_t>(DecodePath::kStripBlocks)>(
@@ -807,6 +490,7 @@ void* get_proc(void*, const char* name) {
   } kSwitches[] = {{"cuda.set_use_graphs", sw_use_graphs},
                    {"cuda.set_direct_output", sw_direct_output},
                    {"cuda.set_chunked_output", sw_chunked_output},
+                   {"cuda.set_output_chunks", sw_output_chunks},
                    {"cuda.set_decode_path", sw_decode_path},
                    {"cuda.set_gdn_variant", sw_gdn_variant}};
   for (const auto& p : kSwitches) {

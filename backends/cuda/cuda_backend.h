@@ -34,9 +34,14 @@ Status device_strips(const tb_backend& b, void* handle, DeviceStrips* out);
 //                             (0 kAuto, the default; 1 kSliceBlocks; 2 kStripBlocks).
 //   "cuda.set_direct_output"  1: gemm outputs up to 64 KiB written by the kernel into the pinned
 //                             host staging (default); 0: one device-to-host copy.
-//   "cuda.set_chunked_output" 1: gemm outputs of 1 MiB and more leave in 1 MiB chunks, each copied
-//                             into the caller's rows (over oneTBB's threads) as it lands (default,
-//                             output_copy.h); 0: one device-to-host copy, then one memcpy.
+//   "cuda.set_chunked_output" how gemm outputs of 1 MiB and more reach the caller, an OutputForm
+//                             (output_copy.h): 2 kColumnRanges, the default: computed one range
+//                             of columns at a time, each range copied back and into the caller's
+//                             rows while the next computes; 1 kRowChunks: computed whole, then 1
+//                             MiB chunks each copied into the caller's rows as it lands; 0
+//                             kOneCopy: one device-to-host copy, then one copy into the rows.
+//   "cuda.set_output_chunks"  with column ranges: how many (1 .. kMaxColumnRanges, fewer where
+//                             the output has fewer strips); 0: the rule's (column_ranges_for).
 //   "cuda.set_gdn_variant"    gdn_delta: a GdnVariant (0 kAuto: register twin for kd == vd ==
 //                             128, the default; 1 kGeneric always).
 // A value out of range is INVALID_ARGUMENT naming the switch. Not thread-safe against

@@ -25,6 +25,7 @@
 #include "bench/bench.h"
 #include "bench/cuda/gemm_variants.h"
 #include "bench/cuda/layer_bench.h"
+#include "bench/cuda/offload_bench.h"
 #include "bench/cuda/source_check.h"
 #include "bench/cuda/source_mapping.h"
 #include "bench/cuda/timing.h"
@@ -334,6 +335,10 @@ Status run_cuda(const Options& opt, std::vector<Case>& out) {
   });
   if (!empty_b2b.ok()) return empty_b2b.status();
   std::printf("empty kernel, 20 back to back between two events: %.2f us per launch (median)\n", *empty_b2b);
+  auto rates = measure_pinned_rates(s, opt.quick ? 5 : 20);
+  if (!rates.ok()) return rates.status();
+  std::printf("pinned copies of 64 MiB: host to device %.1f GB/s, device to host %.1f GB/s (median)\n",
+              rates->h2d / 1e3, rates->d2h / 1e3);
   if (opt.layer) {  // --layer: the layer measurement instead of the per-shape cases
     const Status layer = run_layer(opt, cuda, s, l2, *floor, out);
     cublasDestroy(blas);
@@ -723,62 +728,8 @@ Status run_cuda(const Options& opt, std::vector<Case>& out) {
             }
           }
           if (mode == TB_ACT_F32 && prec == TB_PREC_Q8) {
-            // The offload round trip through the public API (pinned staging, one sync per call).
-            std::vector<float> y(static_cast<size_t>(m * sh.n));
-            tb_gemm_args g{};
-            g.mode = TB_ACT_F32;
-            g.m = m;
-            g.x = hx.data();
-            g.ldx = sh.k;
-            g.y = y.data();
-            g.ldy = sh.n;
-            const int rt_reps = opt.quick ? 50 : 500;
-            // Variants in one process, switched at run time: graph + output written into pinned
-            // memory (the default), graph + device-to-host copy, separate async calls, slice
-            // blocks forced at decode, and large outputs in one copy and one memcpy rather than
-            // chunks copied out as they land (output_copy.h); the default again last, so drift
-            // over the sequence shows.
-            struct Variant { const char* name; bool graphs, direct, chunked; cuda::DecodePath path; };
-            const Variant variants[] = {{"graph", true, true, true, cuda::DecodePath::kAuto},
-                                        {"graph_copyback", true, false, true, cuda::DecodePath::kAuto},
-                                        {"stream", false, true, true, cuda::DecodePath::kAuto},
-                                        {"graph_sliceblocks", true, true, true, cuda::DecodePath::kSliceBlocks},
-                                        {"graph_unchunked", true, true, false, cuda::DecodePath::kAuto},
-                                        {"graph_again", true, true, true, cuda::DecodePath::kAuto}};
-            for (const Variant& v : variants) {
-              TB_RETURN_IF_ERROR(cuda.set_switch("cuda.set_use_graphs", v.graphs));
-              TB_RETURN_IF_ERROR(cuda.set_switch("cuda.set_direct_output", v.direct));
-              TB_RETURN_IF_ERROR(cuda.set_switch("cuda.set_chunked_output", v.chunked));
-              TB_RETURN_IF_ERROR(cuda.set_switch("cuda.set_decode_path", static_cast<int64_t>(v.path)));
-              auto rt = time_host(20, rt_reps, [&] { return cuda.gemm(*bound, g); });
-              if (!rt.ok()) return rt.status();
-              c.note += Format("offload_%s_us=%.2f ", v.name, *rt);
-            }
-            TB_RETURN_IF_ERROR(cuda.set_switch("cuda.set_use_graphs", 1));
-            TB_RETURN_IF_ERROR(cuda.set_switch("cuda.set_direct_output", 1));
-            TB_RETURN_IF_ERROR(cuda.set_switch("cuda.set_chunked_output", 1));
-            TB_RETURN_IF_ERROR(cuda.set_switch("cuda.set_decode_path", 0));
-            // The link beside the round trip: the call's output bytes from device memory into
-            // pinned host memory (one copy and its synchronisation), and from pinned memory into
-            // the caller's output (a host memcpy): what a round trip pays past its kernel.
-            const size_t out_bytes = y.size() * 4;
-            DeviceAlloc dy;
-            TB_RETURN_IF_ERROR(alloc(dy, out_bytes));
-            void* pinned = nullptr;
-            TB_CUDA_TRY(cudaMallocHost(&pinned, out_bytes));
-            const std::unique_ptr<void, cudaError_t (*)(void*)> pinned_guard(pinned, cudaFreeHost);
-            auto d2h = time_host(5, std::max(5, rt_reps / 5), [&]() -> Status {
-              TB_CUDA_TRY(cudaMemcpyAsync(pinned, dy.p, out_bytes, cudaMemcpyDeviceToHost, s));
-              TB_CUDA_TRY(cudaStreamSynchronize(s));
-              return Status();
-            });
-            if (!d2h.ok()) return d2h.status();
-            auto host_copy = time_host(5, std::max(5, rt_reps / 5), [&] {
-              std::memcpy(y.data(), pinned, out_bytes);
-              return Status();
-            });
-            if (!host_copy.ok()) return host_copy.status();
-            c.note += Format("d2h_pinned_us=%.2f host_copy_us=%.2f ", *d2h, *host_copy);
+            // The offload round trip through the public API (offload_bench.h).
+            TB_RETURN_IF_ERROR(offload_round_trip(cuda, *bound, m, sh.k, sh.n, hx, c.us, *rates, opt.quick, s, &c.note));
             c.note += Format("bind=%.1fms ", br.seconds * 1e3);
           }
           // x_source: how many times faster than the source mapping (its time / twinbit's).

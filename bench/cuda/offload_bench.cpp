@@ -1,0 +1,134 @@
+#include "bench/cuda/offload_bench.h"
+
+#include <chrono>
+#include <cstring>
+#include <memory>
+
+#include "backends/cuda/cuda_status.h"
+#include "backends/cuda/gemm_kernels.h"
+#include "backends/cuda/output_copy.h"
+#include "bench/cuda/timing.h"
+
+namespace twinbit::bench {
+namespace {
+
+// One form of the round trip: the backend switches it sets (cuda_backend.h).
+struct Form {
+  const char* name;
+  bool graphs, direct;
+  cuda::OutputForm output;
+  int ranges;  // with column ranges: forced count, 0 the rule's
+  cuda::DecodePath path;
+};
+
+Status apply(const Backend& cuda, const Form& f) {
+  TB_RETURN_IF_ERROR(cuda.set_switch("cuda.set_use_graphs", f.graphs));
+  TB_RETURN_IF_ERROR(cuda.set_switch("cuda.set_direct_output", f.direct));
+  TB_RETURN_IF_ERROR(cuda.set_switch("cuda.set_chunked_output", static_cast<int64_t>(f.output)));
+  TB_RETURN_IF_ERROR(cuda.set_switch("cuda.set_output_chunks", f.ranges));
+  return cuda.set_switch("cuda.set_decode_path", static_cast<int64_t>(f.path));
+}
+
+// Pinned host memory, freed with the guard.
+struct Pinned {
+  void* p = nullptr;
+  Pinned() = default;
+  Pinned(const Pinned&) = delete;
+  Pinned& operator=(const Pinned&) = delete;
+  ~Pinned() { if (p) cudaFreeHost(p); }
+};
+
+struct Device {
+  void* p = nullptr;
+  Device() = default;
+  Device(const Device&) = delete;
+  Device& operator=(const Device&) = delete;
+  ~Device() { if (p) cudaFree(p); }
+};
+
+// Median µs of one async copy of `bytes` and its synchronisation.
+Result<double> time_copy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind, cudaStream_t s, int reps) {
+  return time_host(3, reps, [&]() -> Status {
+    TB_CUDA_TRY(cudaMemcpyAsync(dst, src, bytes, kind, s));
+    TB_CUDA_TRY(cudaStreamSynchronize(s));
+    return Status();
+  });
+}
+
+}  // namespace
+
+Result<PinnedRates> measure_pinned_rates(cudaStream_t s, int reps) {
+  constexpr size_t kBytes = size_t{64} << 20;
+  Pinned host;
+  Device dev;
+  TB_CUDA_TRY(cudaMallocHost(&host.p, kBytes));
+  TB_CUDA_TRY(cudaMalloc(&dev.p, kBytes));
+  std::memset(host.p, 1, kBytes);
+  TB_CUDA_TRY(cudaMemset(dev.p, 2, kBytes));
+  auto h2d = time_copy(dev.p, host.p, kBytes, cudaMemcpyHostToDevice, s, reps);
+  if (!h2d.ok()) return h2d.status();
+  auto d2h = time_copy(host.p, dev.p, kBytes, cudaMemcpyDeviceToHost, s, reps);
+  if (!d2h.ok()) return d2h.status();
+  return PinnedRates{kBytes / *h2d, kBytes / *d2h};
+}
+
+Status offload_round_trip(const Backend& cuda, const BoundWeights& bound, int64_t m, int64_t k, int64_t n,
+                          const std::vector<float>& x, double kernel_us, const PinnedRates& rates, bool quick,
+                          cudaStream_t s, std::string* note) {
+  std::vector<float> y(static_cast<size_t>(m * n));
+  tb_gemm_args g{};
+  g.mode = TB_ACT_F32;
+  g.m = m;
+  g.x = x.data();
+  g.ldx = k;
+  g.y = y.data();
+  g.ldy = n;
+  using cuda::DecodePath;
+  using cuda::OutputForm;
+  const Form forms[] = {
+      {"graph", true, true, OutputForm::kColumnRanges, 0, DecodePath::kAuto},
+      {"graph_copyback", true, false, OutputForm::kColumnRanges, 0, DecodePath::kAuto},
+      {"stream", false, true, OutputForm::kColumnRanges, 0, DecodePath::kAuto},
+      {"graph_sliceblocks", true, true, OutputForm::kColumnRanges, 0, DecodePath::kSliceBlocks},
+      {"onecopy", true, true, OutputForm::kOneCopy, 0, DecodePath::kAuto},
+      {"rowchunks", true, true, OutputForm::kRowChunks, 0, DecodePath::kAuto},
+      {"columns2", true, true, OutputForm::kColumnRanges, 2, DecodePath::kAuto},
+      {"columns4", true, true, OutputForm::kColumnRanges, 4, DecodePath::kAuto},
+      {"columns8", true, true, OutputForm::kColumnRanges, 8, DecodePath::kAuto},
+      {"columns16", true, true, OutputForm::kColumnRanges, 16, DecodePath::kAuto}};
+  constexpr size_t kForms = sizeof(forms) / sizeof(forms[0]);
+  // Interleaved call by call: every form sees the same drift of clocks and of the host.
+  const int reps = quick ? 30 : 200;
+  std::vector<std::vector<double>> us(kForms);
+  for (int rep = -3; rep < reps; ++rep) {  // three untimed rounds: graphs captured, staging grown
+    for (size_t f = 0; f < kForms; ++f) {
+      TB_RETURN_IF_ERROR(apply(cuda, forms[f]));
+      const auto t0 = std::chrono::steady_clock::now();
+      TB_RETURN_IF_ERROR(cuda.gemm(bound, g));
+      const double t = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+      if (rep >= 0) us[f].push_back(t);
+    }
+  }
+  TB_RETURN_IF_ERROR(apply(cuda, forms[0]));
+  for (size_t f = 0; f < kForms; ++f) *note += Format("offload_%s_us=%.2f ", forms[f].name, median(us[f]));
+  const double in_bytes = static_cast<double>(m * k) * 4, out_bytes = static_cast<double>(m * n) * 4;
+  *note += Format("roundtrip_bound_us=%.2f ", kernel_us + in_bytes / rates.h2d + out_bytes / rates.d2h);
+  // The link beside the round trip: the output's DMA into pinned memory with its
+  // synchronisation, and one thread's memcpy of it into the caller's rows.
+  const size_t bytes = y.size() * 4;
+  Pinned pinned;
+  Device dy;
+  TB_CUDA_TRY(cudaMallocHost(&pinned.p, bytes));
+  TB_CUDA_TRY(cudaMalloc(&dy.p, bytes));
+  auto d2h = time_copy(pinned.p, dy.p, bytes, cudaMemcpyDeviceToHost, s, quick ? 10 : 100);
+  if (!d2h.ok()) return d2h.status();
+  auto host_copy = time_host(5, quick ? 10 : 100, [&] {
+    std::memcpy(y.data(), pinned.p, bytes);
+    return Status();
+  });
+  if (!host_copy.ok()) return host_copy.status();
+  *note += Format("d2h_pinned_us=%.2f host_copy_us=%.2f ", *d2h, *host_copy);
+  return Status();
+}
+
+}  // namespace twinbit::bench
