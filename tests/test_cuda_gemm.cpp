@@ -178,18 +178,20 @@ TEST_CASE("gpu gemm without graphs equals reference bits, q8 q4 x f32 i8, M{1,8,
   REQUIRE(cuda->set_switch("cuda.set_use_graphs", 1).ok());
 }
 
-TEST_CASE("gpu gemm outputs of 1 MiB and more, every output form (one copy; row chunks; column ranges by the rule, forced 1, 3, 7 and more than the strips): bits equal the reference under 1 MiB, just past it and at three chunks, rows packed and with a row stride ldy > n whose gaps stay untouched, with and without graphs, q8 q4 x f32 i8, N1000 (ragged) K256") {
+TEST_CASE("gpu gemm outputs of 1 MiB and more, every output form (one copy; row chunks; column ranges by the rule, forced 1, 3, 7 and more than the strips; 3 and 7 on the whole output's schedule): bits equal the reference under 1 MiB, just past it and at three chunks, rows packed and with a row stride ldy > n whose gaps stay untouched, with and without graphs, q8 q4 x f32 i8, N1000 (ragged) K256") {
   auto cuda = cuda_or_skip();
   if (!cuda) return;
   constexpr int64_t n = 1000, k = 256;
   struct Form {
     cuda::OutputForm form;
     int ranges;
+    int whole_plan;
   };
-  const Form forms[] = {{cuda::OutputForm::kOneCopy, 0},      {cuda::OutputForm::kRowChunks, 0},
-                        {cuda::OutputForm::kColumnRanges, 0}, {cuda::OutputForm::kColumnRanges, 1},
-                        {cuda::OutputForm::kColumnRanges, 3}, {cuda::OutputForm::kColumnRanges, 7},
-                        {cuda::OutputForm::kColumnRanges, 64}};
+  const Form forms[] = {{cuda::OutputForm::kOneCopy, 0, 0},      {cuda::OutputForm::kRowChunks, 0, 0},
+                        {cuda::OutputForm::kColumnRanges, 0, 0}, {cuda::OutputForm::kColumnRanges, 1, 0},
+                        {cuda::OutputForm::kColumnRanges, 3, 0}, {cuda::OutputForm::kColumnRanges, 7, 0},
+                        {cuda::OutputForm::kColumnRanges, 64, 0}, {cuda::OutputForm::kColumnRanges, 3, 1},
+                        {cuda::OutputForm::kColumnRanges, 7, 1}};
   const float gap = std::nanf("0x5ca");
   uint32_t gap_bits = 0;
   std::memcpy(&gap_bits, &gap, 4);
@@ -210,6 +212,7 @@ TEST_CASE("gpu gemm outputs of 1 MiB and more, every output form (one copy; row 
           for (const Form& f : forms) {
             REQUIRE(cuda->set_switch("cuda.set_chunked_output", static_cast<int64_t>(f.form)).ok());
             REQUIRE(cuda->set_switch("cuda.set_output_chunks", f.ranges).ok());
+            REQUIRE(cuda->set_switch("cuda.set_range_plan", f.whole_plan).ok());
             for (int64_t ldy : {n, n + 3}) {
               const int which = ldy == n ? 0 : 1;
               const std::vector<float>& want = wants[which];
@@ -230,7 +233,8 @@ TEST_CASE("gpu gemm outputs of 1 MiB and more, every output form (one copy; row 
               }
               CHECK_MESSAGE(differ == 0, prec_name(prec) << " " << act_mode_name(mode) << " M=" << m << " ldy=" << ldy
                                              << " graphs=" << graphs << " form=" << static_cast<int>(f.form)
-                                             << " ranges=" << f.ranges << ": " << differ << " rows differ");
+                                             << " ranges=" << f.ranges << " whole_plan=" << f.whole_plan << ": "
+                                             << differ << " rows differ");
               CHECK_MESSAGE(touched == 0, "M=" << m << " ldy=" << ldy << ": " << touched << " gap floats written");
             }
           }
@@ -241,6 +245,7 @@ TEST_CASE("gpu gemm outputs of 1 MiB and more, every output form (one copy; row 
   REQUIRE(cuda->set_switch("cuda.set_use_graphs", 1).ok());  // the defaults
   REQUIRE(cuda->set_switch("cuda.set_chunked_output", static_cast<int64_t>(cuda::OutputForm::kColumnRanges)).ok());
   REQUIRE(cuda->set_switch("cuda.set_output_chunks", 0).ok());
+  REQUIRE(cuda->set_switch("cuda.set_range_plan", 0).ok());
   MESSAGE("output forms: " << calls << " calls compared with the reference");
 }
 
@@ -254,6 +259,7 @@ TEST_CASE("cuda output switches refuse values out of range, naming the switch") 
   CHECK(ranges.code() == TB_INVALID_ARGUMENT);
   CHECK(ranges.message().find("cuda.set_output_chunks") != std::string::npos);
   CHECK(cuda->set_switch("cuda.set_output_chunks", -1).code() == TB_INVALID_ARGUMENT);
+  CHECK(cuda->set_switch("cuda.set_range_plan", 2).code() == TB_INVALID_ARGUMENT);
 }
 
 TEST_CASE("gpu gemm decode M1, every decode kernel (strip blocks, slice blocks, automatic) x direct output or copy-back, q8 q4 x f32 i8, (N,K) {(2048,2048),(1024,2048),(6144,2048),(12288,2048),(2048,6144),(4096,2048),(11300,6144),(1000,96),(257,256),(151936,2048)}") {

@@ -407,6 +407,9 @@ tb_code sw_chunked_output(void* c, int64_t v, tb_error* err) {
 tb_code sw_output_chunks(void* c, int64_t v, tb_error* err) {
   return set_int_switch<&Ctx::output_ranges, kMaxColumnRanges>(c, v, err, "cuda.set_output_chunks");
 }
+tb_code sw_range_plan(void* c, int64_t v, tb_error* err) {
+  return set_int_switch<&Ctx::range_plan, 1>(c, v, err, "cuda.set_range_plan");
+}
 tb_code sw_decode_path(void* c, int64_t v, tb_error* err) {
   return set_int_switch<&Ctx::decode_path, static_cast<int64_t>(DecodePath::kStripBlocks)>(
       c, v, err, "cuda.set_decode_path");
@@ -491,6 +494,7 @@ void* get_proc(void*, const char* name) {
                    {"cuda.set_direct_output", sw_direct_output},
                    {"cuda.set_chunked_output", sw_chunked_output},
                    {"cuda.set_output_chunks", sw_output_chunks},
+                   {"cuda.set_range_plan", sw_range_plan},
                    {"cuda.set_decode_path", sw_decode_path},
                    {"cuda.set_gdn_variant", sw_gdn_variant}};
   for (const auto& p : kSwitches) {

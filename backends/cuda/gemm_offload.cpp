@@ -15,6 +15,7 @@
 
 #include "backends/cuda/backend_state.h"
 #include "backends/cuda/cuda_status.h"
+#include "backends/cuda/gemm_plan.h"
 #include "backends/cuda/output_copy.h"
 #include "core/numerics.h"
 #include "core/strip_layout.h"
@@ -29,6 +30,7 @@ struct GemmPlan {
   float* direct_y = nullptr;  // device view of the pinned output staging, or null: copy back
   OutputForm form = OutputForm::kOneCopy;  // of an output not written directly
   int64_t ranges = 1;         // kColumnRanges: how many (column_ranges_for)
+  bool whole_plan = false;    // kColumnRanges: each range runs the whole output's schedule
 };
 
 // Strips [s0, s1) of w: a view with the projection's n_total, so the same fold plan and bits.
@@ -44,9 +46,10 @@ DeviceStrips device_columns(const DeviceStrips& w, int64_t s0, int64_t s1) {
 }
 
 // The launches of the (m, w.n) product into y (rows contiguous, stride w.n), in row chunks of
-// the plan's rows_per_launch.
+// the plan's rows_per_launch; with `whole` (w a column view of it), the schedule planned for
+// the whole, else w's own.
 Status enqueue_launches(Lane& l, const DeviceStrips& w, tb_act_mode mode, const GemmPlan& p, float* y,
-                        cudaStream_t stream) {
+                        cudaStream_t stream, const DeviceStrips* whole = nullptr) {
   for (int64_t r0 = 0; r0 < p.m; r0 += p.rows_per_launch) {
     GemmLaunch a;
     a.mode = mode;
@@ -62,7 +65,13 @@ Status enqueue_launches(Lane& l, const DeviceStrips& w, tb_act_mode mode, const 
     a.decode = p.decode;
     a.partial = static_cast<float*>(l.d_partial.p);
     a.counters = static_cast<unsigned*>(l.d_counters.p);
-    TB_RETURN_IF_ERROR(launch_gemm(w, a, stream));
+    if (!whole) {
+      TB_RETURN_IF_ERROR(launch_gemm(w, a, stream));
+      continue;
+    }
+    auto s = device_plan(*whole, a);
+    if (!s.ok()) return s.status();
+    TB_RETURN_IF_ERROR(launch_gemm_schedule(w, a, *s, stream));
   }
   return Status();
 }
@@ -80,7 +89,7 @@ Status enqueue_column_ranges(Lane& l, const DeviceStrips& w, tb_act_mode mode, c
     const DeviceStrips v = device_columns(w, ranges.s0(r), ranges.s1(r));
     const size_t off = static_cast<size_t>(p.m * 32 * ranges.s0(r));
     float* d = static_cast<float*>(l.d_out.p) + off;
-    TB_RETURN_IF_ERROR(enqueue_launches(l, v, mode, p, d, l.stream));
+    TB_RETURN_IF_ERROR(enqueue_launches(l, v, mode, p, d, l.stream, p.whole_plan ? &w : nullptr));
     cudaEvent_t computed = l.range_computed.events[static_cast<size_t>(r)];
     TB_CUDA_TRY(cudaEventRecord(computed, l.stream));
     TB_CUDA_TRY(cudaStreamWaitEvent(l.copy_stream, computed, 0));
@@ -108,7 +117,8 @@ Status enqueue_gemm(Lane& l, const DeviceStrips& w, tb_act_mode mode, const Gemm
 
 Status run_gemm_graph(Lane& l, const Bound& b, tb_act_mode mode, const GemmPlan& p) {
   const GraphKey key{b.id, p.m, static_cast<int>(mode),
-                     (p.direct_y ? 1 : 0) | (static_cast<int>(p.form) << 1) | (static_cast<int>(p.decode) << 3),
+                     (p.direct_y ? 1 : 0) | (static_cast<int>(p.form) << 1) | (static_cast<int>(p.decode) << 3) |
+                         (p.whole_plan ? 1 << 5 : 0),
                      p.ranges};
   auto it = l.graphs.find(key);
   if (it == l.graphs.end()) {
@@ -171,6 +181,7 @@ Status prepare(Ctx& c, Lane& l, const DeviceStrips& w, const tb_gemm_args& a, Ge
   }
   if (p.form == OutputForm::kColumnRanges) {
     p.ranges = column_ranges_for(p.m, w.np / 32, c.output_ranges.load(std::memory_order_relaxed));
+    p.whole_plan = c.range_plan.load(std::memory_order_relaxed) == 1;
     TB_RETURN_IF_ERROR(l.range_computed.reserve(static_cast<size_t>(p.ranges) + 1));  // + the join
     TB_RETURN_IF_ERROR(l.range_landed.reserve(static_cast<size_t>(p.ranges)));
     if (!l.copy_stream) TB_CUDA_TRY(cudaStreamCreateWithFlags(&l.copy_stream, cudaStreamNonBlocking));

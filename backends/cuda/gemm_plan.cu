@@ -413,15 +413,21 @@ int64_t gemm_rows_per_launch(const DeviceStrips& w, size_t max_partial_bytes) {
   return rows < 1 ? 1 : rows;
 }
 
-Status launch_gemm(const DeviceStrips& w, const GemmLaunch& a, cudaStream_t stream) {
-  TB_RETURN_IF_ERROR(detail::check_launch(w, a));
+Result<GemmSchedule> device_plan(const DeviceStrips& w, const GemmLaunch& a) {
   auto sms = detail::device_sms();
   if (!sms.ok()) return sms.status();
   auto mma = detail::device_has_int_mma();
   if (!mma.ok()) return mma.status();
   GemmForce force;
   if (!*mma) force.mma = Toggle::kOff;  // before sm_80: the dp4a slice blocks
-  return launch_planned(w, a, plan_gemm(w, a, fold_plan(w), *sms, force), stream);
+  return plan_gemm(w, a, fold_plan(w), *sms, force);
+}
+
+Status launch_gemm(const DeviceStrips& w, const GemmLaunch& a, cudaStream_t stream) {
+  TB_RETURN_IF_ERROR(detail::check_launch(w, a));
+  auto s = device_plan(w, a);
+  if (!s.ok()) return s.status();
+  return launch_planned(w, a, *s, stream);
 }
 
 }  // namespace twinbit::cuda

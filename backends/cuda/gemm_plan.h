@@ -112,6 +112,10 @@ struct GemmForce {
 GemmSchedule plan_gemm(const DeviceStrips& w, const GemmLaunch& a, int64_t nsplit, int64_t sms,
                        const GemmForce& force = {});
 
+// The plan launch_gemm runs for `a` on the current device (its SMs; the dp4a slice blocks
+// before sm_80).
+Result<GemmSchedule> device_plan(const DeviceStrips& w, const GemmLaunch& a);
+
 // Launches schedule `s` of the product, asynchronously on `stream`, after launch_gemm's checks.
 // INVALID_ARGUMENT (before any device call) when `s` is not one the product compiles (e.g. two
 // strips per warp over every slice in mode F32), names a row tile or strips per warp outside

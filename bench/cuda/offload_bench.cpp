@@ -19,6 +19,7 @@ struct Form {
   cuda::OutputForm output;
   int ranges;  // with column ranges: forced count, 0 the rule's
   cuda::DecodePath path;
+  bool whole_plan = false;  // with column ranges: each runs the whole output's schedule
 };
 
 Status apply(const Backend& cuda, const Form& f) {
@@ -26,6 +27,7 @@ Status apply(const Backend& cuda, const Form& f) {
   TB_RETURN_IF_ERROR(cuda.set_switch("cuda.set_direct_output", f.direct));
   TB_RETURN_IF_ERROR(cuda.set_switch("cuda.set_chunked_output", static_cast<int64_t>(f.output)));
   TB_RETURN_IF_ERROR(cuda.set_switch("cuda.set_output_chunks", f.ranges));
+  TB_RETURN_IF_ERROR(cuda.set_switch("cuda.set_range_plan", f.whole_plan));
   return cuda.set_switch("cuda.set_decode_path", static_cast<int64_t>(f.path));
 }
 
@@ -95,7 +97,11 @@ Status offload_round_trip(const Backend& cuda, const BoundWeights& bound, int64_
       {"columns2", true, true, OutputForm::kColumnRanges, 2, DecodePath::kAuto},
       {"columns4", true, true, OutputForm::kColumnRanges, 4, DecodePath::kAuto},
       {"columns8", true, true, OutputForm::kColumnRanges, 8, DecodePath::kAuto},
-      {"columns16", true, true, OutputForm::kColumnRanges, 16, DecodePath::kAuto}};
+      {"columns16", true, true, OutputForm::kColumnRanges, 16, DecodePath::kAuto},
+      {"columns2_wholeplan", true, true, OutputForm::kColumnRanges, 2, DecodePath::kAuto, true},
+      {"columns3_wholeplan", true, true, OutputForm::kColumnRanges, 3, DecodePath::kAuto, true},
+      {"columns4_wholeplan", true, true, OutputForm::kColumnRanges, 4, DecodePath::kAuto, true},
+      {"columns8_wholeplan", true, true, OutputForm::kColumnRanges, 8, DecodePath::kAuto, true}};
   constexpr size_t kForms = sizeof(forms) / sizeof(forms[0]);
   // Interleaved call by call: every form sees the same drift of clocks and of the host.
   const int reps = quick ? 30 : 200;

@@ -26,7 +26,8 @@ Result<PinnedRates> measure_pinned_rates(cudaStream_t s, int reps);
 //                      graph (the defaults), graph_copyback (no direct output), stream (no
 //                      graphs), graph_sliceblocks (decode on slice blocks), onecopy and rowchunks
 //                      (outputs of 1 MiB and more computed whole), columns2 .. columns16 (that
-//                      many column ranges);
+//                      many column ranges), columns<n>_wholeplan (each range on the schedule
+//                      planned for the whole output);
 //   roundtrip_bound_us kernel_us + the call's bytes at `rates` (the target: 1.1x it);
 //   d2h_pinned_us / host_copy_us  the output's DMA into pinned memory with its synchronisation,
 //                      and one thread's memcpy of it into the caller's rows.
