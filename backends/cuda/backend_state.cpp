@@ -19,36 +19,39 @@ Status device_oom(size_t bytes, const char* what) {
                "(%zu of %zu bytes free)", bytes, what, free_b, total_b);
 }
 
-Status grow(DeviceBuffer& b, size_t bytes, const char* what, bool* moved) {
+namespace {
+
+// Replaces b's memory (contents not kept) by at least `bytes` from `alloc`, released by `release`.
+template <class Buffer, class Alloc>
+Status regrow(Buffer& b, size_t bytes, bool* moved, cudaError_t (*release)(void*), Alloc alloc) {
   if (bytes <= b.cap) return Status();
-  if (b.p) TB_CUDA_TRY(cudaFree(b.p));
+  if (b.p) TB_CUDA_TRY(release(b.p));
   b.p = nullptr;
   b.cap = 0;
   const size_t want = round_up(bytes);
-  if (cudaMalloc(&b.p, want) != cudaSuccess) {
-    b.p = nullptr;
-    return device_oom(want, what);
-  }
+  TB_RETURN_IF_ERROR(alloc(&b.p, want));
   b.cap = want;
   *moved = true;
   return Status();
 }
 
+}  // namespace
+
+Status grow(DeviceBuffer& b, size_t bytes, const char* what, bool* moved) {
+  return regrow(b, bytes, moved, cudaFree, [what](void** p, size_t want) {
+    if (cudaMalloc(p, want) == cudaSuccess) return Status();
+    *p = nullptr;
+    return device_oom(want, what);
+  });
+}
+
 Status grow(PinnedBuffer& b, size_t bytes, const char* what, bool* moved) {
-  if (bytes <= b.cap) return Status();
-  if (b.p) TB_CUDA_TRY(cudaFreeHost(b.p));
-  b.p = nullptr;
-  b.cap = 0;
-  const size_t want = round_up(bytes);
-  if (cudaMallocHost(&b.p, want) != cudaSuccess) {
+  return regrow(b, bytes, moved, cudaFreeHost, [what](void** p, size_t want) {
+    if (cudaMallocHost(p, want) == cudaSuccess) return Status();
     (void)cudaGetLastError();
-    b.p = nullptr;
-    return Error(TB_RESOURCE_EXHAUSTED, "cuda: cannot allocate %zu bytes of pinned host memory "
-                 "for %s", want, what);
-  }
-  b.cap = want;
-  *moved = true;
-  return Status();
+    *p = nullptr;
+    return Error(TB_RESOURCE_EXHAUSTED, "cuda: cannot allocate %zu bytes of pinned host memory for %s", want, what);
+  });
 }
 
 LaneLease::~LaneLease() {

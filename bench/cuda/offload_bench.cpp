@@ -31,22 +31,17 @@ Status apply(const Backend& cuda, const Form& f) {
   return cuda.set_switch("cuda.set_decode_path", static_cast<int64_t>(f.path));
 }
 
-// Pinned host memory, freed with the guard.
-struct Pinned {
+// Memory from cudaMallocHost (Pinned) or cudaMalloc (Device), freed with the guard.
+template <cudaError_t (*Release)(void*)>
+struct CudaMemory {
   void* p = nullptr;
-  Pinned() = default;
-  Pinned(const Pinned&) = delete;
-  Pinned& operator=(const Pinned&) = delete;
-  ~Pinned() { if (p) cudaFreeHost(p); }
+  CudaMemory() = default;
+  CudaMemory(const CudaMemory&) = delete;
+  CudaMemory& operator=(const CudaMemory&) = delete;
+  ~CudaMemory() { if (p) Release(p); }
 };
-
-struct Device {
-  void* p = nullptr;
-  Device() = default;
-  Device(const Device&) = delete;
-  Device& operator=(const Device&) = delete;
-  ~Device() { if (p) cudaFree(p); }
-};
+using Pinned = CudaMemory<cudaFreeHost>;
+using Device = CudaMemory<cudaFree>;
 
 // Median µs of one async copy of `bytes` and its synchronisation.
 Result<double> time_copy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind, cudaStream_t s, int reps) {
