@@ -185,13 +185,15 @@ TEST_CASE("gpu gemm outputs of 1 MiB and more, every output form (one copy; row 
   struct Form {
     cuda::OutputForm form;
     int ranges;
-    int whole_plan;
+    cuda::RangePlan plan;
   };
-  const Form forms[] = {{cuda::OutputForm::kOneCopy, 0, 0},      {cuda::OutputForm::kRowChunks, 0, 0},
-                        {cuda::OutputForm::kColumnRanges, 0, 0}, {cuda::OutputForm::kColumnRanges, 1, 0},
-                        {cuda::OutputForm::kColumnRanges, 3, 0}, {cuda::OutputForm::kColumnRanges, 7, 0},
-                        {cuda::OutputForm::kColumnRanges, 64, 0}, {cuda::OutputForm::kColumnRanges, 3, 1},
-                        {cuda::OutputForm::kColumnRanges, 7, 1}};
+  using cuda::OutputForm;
+  using cuda::RangePlan;
+  const Form forms[] = {{OutputForm::kOneCopy, 0, RangePlan::kAuto},      {OutputForm::kRowChunks, 0, RangePlan::kAuto},
+                        {OutputForm::kColumnRanges, 0, RangePlan::kAuto}, {OutputForm::kColumnRanges, 1, RangePlan::kOwn},
+                        {OutputForm::kColumnRanges, 3, RangePlan::kOwn},  {OutputForm::kColumnRanges, 7, RangePlan::kOwn},
+                        {OutputForm::kColumnRanges, 64, RangePlan::kOwn}, {OutputForm::kColumnRanges, 3, RangePlan::kWhole},
+                        {OutputForm::kColumnRanges, 7, RangePlan::kWhole}};
   const float gap = std::nanf("0x5ca");
   uint32_t gap_bits = 0;
   std::memcpy(&gap_bits, &gap, 4);
@@ -212,7 +214,7 @@ TEST_CASE("gpu gemm outputs of 1 MiB and more, every output form (one copy; row 
           for (const Form& f : forms) {
             REQUIRE(cuda->set_switch("cuda.set_chunked_output", static_cast<int64_t>(f.form)).ok());
             REQUIRE(cuda->set_switch("cuda.set_output_chunks", f.ranges).ok());
-            REQUIRE(cuda->set_switch("cuda.set_range_plan", f.whole_plan).ok());
+            REQUIRE(cuda->set_switch("cuda.set_range_plan", static_cast<int64_t>(f.plan)).ok());
             for (int64_t ldy : {n, n + 3}) {
               const int which = ldy == n ? 0 : 1;
               const std::vector<float>& want = wants[which];
@@ -233,7 +235,7 @@ TEST_CASE("gpu gemm outputs of 1 MiB and more, every output form (one copy; row 
               }
               CHECK_MESSAGE(differ == 0, prec_name(prec) << " " << act_mode_name(mode) << " M=" << m << " ldy=" << ldy
                                              << " graphs=" << graphs << " form=" << static_cast<int>(f.form)
-                                             << " ranges=" << f.ranges << " whole_plan=" << f.whole_plan << ": "
+                                             << " ranges=" << f.ranges << " plan=" << static_cast<int>(f.plan) << ": "
                                              << differ << " rows differ");
               CHECK_MESSAGE(touched == 0, "M=" << m << " ldy=" << ldy << ": " << touched << " gap floats written");
             }
@@ -259,7 +261,7 @@ TEST_CASE("cuda output switches refuse values out of range, naming the switch") 
   CHECK(ranges.code() == TB_INVALID_ARGUMENT);
   CHECK(ranges.message().find("cuda.set_output_chunks") != std::string::npos);
   CHECK(cuda->set_switch("cuda.set_output_chunks", -1).code() == TB_INVALID_ARGUMENT);
-  CHECK(cuda->set_switch("cuda.set_range_plan", 2).code() == TB_INVALID_ARGUMENT);
+  CHECK(cuda->set_switch("cuda.set_range_plan", 3).code() == TB_INVALID_ARGUMENT);
 }
 
 TEST_CASE("gpu gemm decode M1, every decode kernel (strip blocks, slice blocks, automatic) x direct output or copy-back, q8 q4 x f32 i8, (N,K) {(2048,2048),(1024,2048),(6144,2048),(12288,2048),(2048,6144),(4096,2048),(11300,6144),(1000,96),(257,256),(151936,2048)}") {

@@ -31,10 +31,17 @@ TEST_CASE("cuda column ranges cover strips 0 .. nstrips once, in order, in at mo
   }
 }
 
-TEST_CASE("cuda column range count: one per 256 KiB of output within 2 .. 8 by default, a forced count as asked, never more than the strips") {
-  // lm_head (4748 strips) at M = 32: 19.4 MB of output, 8 by the rule; gate_up (384) M = 32: 6.
-  CHECK(cuda::column_ranges_for(32, 4748, 0) == 8);
-  CHECK(cuda::column_ranges_for(32, 384, 0) == 6);
+TEST_CASE("cuda column range count: one per 4 MiB of output within 2 .. 3 by default, a forced count as asked, never more than the strips; the whole output's schedule on vocabulary-sized outputs") {
+  // lm_head (4748 strips): M = 32 19.4 MB and M = 16 9.7 MB of output, 3 ranges; M = 4 2.4 MB,
+  // 2. gate_up (384) M = 32: 1.6 MB, 2.
+  CHECK(cuda::column_ranges_for(32, 4748, 0) == 3);
+  CHECK(cuda::column_ranges_for(16, 4748, 0) == 3);
+  CHECK(cuda::column_ranges_for(4, 4748, 0) == 2);
+  CHECK(cuda::column_ranges_for(32, 384, 0) == 2);
+  CHECK(cuda::ranges_run_whole_plan(cuda::RangePlan::kAuto, 151936));
+  CHECK_FALSE(cuda::ranges_run_whole_plan(cuda::RangePlan::kAuto, 12288));
+  CHECK(cuda::ranges_run_whole_plan(cuda::RangePlan::kWhole, 12288));
+  CHECK_FALSE(cuda::ranges_run_whole_plan(cuda::RangePlan::kOwn, 151936));
   CHECK(cuda::column_ranges_for(1, 32, 0) == 2);
   CHECK(cuda::column_ranges_for(32, 4748, 3) == 3);
   CHECK(cuda::column_ranges_for(600, 32, 64) == 32);

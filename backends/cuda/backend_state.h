@@ -138,7 +138,7 @@ struct Ctx {
   std::atomic<bool> direct_output{true};
   std::atomic<int> output_form{static_cast<int>(OutputForm::kColumnRanges)};
   std::atomic<int> output_ranges{0};  // 0: the rule's count (column_ranges_for)
-  std::atomic<int> range_plan{0};     // 0: each column range planned alone; 1: the whole's plan
+  std::atomic<int> range_plan{static_cast<int>(RangePlan::kAuto)};  // which schedule ranges run
   std::atomic<int> gdn_variant{0};
 
   Ctx() = default;

@@ -408,7 +408,7 @@ tb_code sw_output_chunks(void* c, int64_t v, tb_error* err) {
   return set_int_switch<&Ctx::output_ranges, kMaxColumnRanges>(c, v, err, "cuda.set_output_chunks");
 }
 tb_code sw_range_plan(void* c, int64_t v, tb_error* err) {
-  return set_int_switch<&Ctx::range_plan, 1>(c, v, err, "cuda.set_range_plan");
+  return set_int_switch<&Ctx::range_plan, static_cast<int64_t>(RangePlan::kWhole)>(c, v, err, "cuda.set_range_plan");
 }
 tb_code sw_decode_path(void* c, int64_t v, tb_error* err) {
   return set_int_switch<&Ctx::decode_path, static_cast<int64_t>(DecodePath::kStripBlocks)>(

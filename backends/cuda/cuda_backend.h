@@ -42,8 +42,9 @@ Status device_strips(const tb_backend& b, void* handle, DeviceStrips* out);
 //                             kOneCopy: one device-to-host copy, then one copy into the rows.
 //   "cuda.set_output_chunks"  with column ranges: how many (1 .. kMaxColumnRanges, fewer where
 //                             the output has fewer strips); 0: the rule's (column_ranges_for).
-//   "cuda.set_range_plan"     with column ranges: 0 each range runs the schedule planned for its
-//                             own strips (default); 1 the schedule planned for the whole output.
+//   "cuda.set_range_plan"     with column ranges: which schedule each range runs, a RangePlan
+//                             (output_copy.h): 0 kAuto, the default; 1 kOwn, planned for the
+//                             range's strips; 2 kWhole, planned for the whole output.
 //   "cuda.set_gdn_variant"    gdn_delta: a GdnVariant (0 kAuto: register twin for kd == vd ==
 //                             128, the default; 1 kGeneric always).
 // A value out of range is INVALID_ARGUMENT naming the switch. Not thread-safe against

@@ -181,7 +181,7 @@ Status prepare(Ctx& c, Lane& l, const DeviceStrips& w, const tb_gemm_args& a, Ge
   }
   if (p.form == OutputForm::kColumnRanges) {
     p.ranges = column_ranges_for(p.m, w.np / 32, c.output_ranges.load(std::memory_order_relaxed));
-    p.whole_plan = c.range_plan.load(std::memory_order_relaxed) == 1;
+    p.whole_plan = ranges_run_whole_plan(static_cast<RangePlan>(c.range_plan.load(std::memory_order_relaxed)), w.np);
     TB_RETURN_IF_ERROR(l.range_computed.reserve(static_cast<size_t>(p.ranges) + 1));  // + the join
     TB_RETURN_IF_ERROR(l.range_landed.reserve(static_cast<size_t>(p.ranges)));
     if (!l.copy_stream) TB_CUDA_TRY(cudaStreamCreateWithFlags(&l.copy_stream, cudaStreamNonBlocking));

@@ -44,9 +44,13 @@ Status OutputEvents::reserve(size_t count) {
 }
 
 int64_t column_ranges_for(int64_t m, int64_t nstrips, int64_t forced) {
-  const int64_t bytes = m * nstrips * 32 * 4;
-  const int64_t rule = std::clamp<int64_t>(bytes / (int64_t{256} << 10), 2, 8);
+  const int64_t bytes = m * nstrips * 32 * 4, per = int64_t{4} << 20;
+  const int64_t rule = std::clamp<int64_t>((bytes + per - 1) / per, 2, 3);
   return std::clamp<int64_t>(forced > 0 ? forced : rule, 1, std::max<int64_t>(1, nstrips));
+}
+
+bool ranges_run_whole_plan(RangePlan plan, int64_t np) {
+  return plan == RangePlan::kWhole || (plan == RangePlan::kAuto && np > 65536);
 }
 
 StripRanges::StripRanges(int64_t strips, int64_t ranges)

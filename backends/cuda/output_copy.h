@@ -45,8 +45,24 @@ constexpr int64_t kMaxColumnRanges = 64;
 constexpr size_t kParallelCopyBytes = size_t{256} << 10;
 
 // Column ranges of an (m, np) float output of `nstrips` strips: `forced` (clamped to 1 ..
-// nstrips) when > 0, else the rule: one per 256 KiB of output, 2 .. 8.
+// nstrips) when > 0, else the rule: one per 4 MiB of output, 2 .. 3. On the H100 (one run,
+// docs/results/h100-2026-12-05-column-ranges.md): lm_head M = 32 991.6 us with 3 against 1091.9
+// with 2 and 1016.5 with 4; M = 16 600.7 against 646.4 and 605.4; M = 4 246.4 with 2 against
+// 253.8 with 3; gate_up M = 32 209.1 with 2 against 215.3 with 4, 247.8 with 6.
 int64_t column_ranges_for(int64_t m, int64_t nstrips, int64_t forced);
+
+// Which schedule each column range runs ("cuda.set_range_plan").
+enum class RangePlan {
+  kAuto = 0,   // the whole output's on vocabulary-sized outputs (np > 65536), else kOwn
+  kOwn = 1,    // the one planned for the range's own strips
+  kWhole = 2,  // the one planned for the whole output
+};
+// Whether ranges of a (.., np) output run the whole output's schedule under `plan`. The plan's
+// rules are tuned for whole outputs; a range of a large one re-planned alone loses them (lm_head
+// M = 32 on the H100: 1098.5 us at best re-planned against 991.6 on the whole's schedule), while
+// a range of a small one gains from a schedule for its smaller grid (gate_up M = 32: 209.1
+// against 246.1).
+bool ranges_run_whole_plan(RangePlan plan, int64_t np);
 
 // Range r of `ranges` over nstrips strips: strips [s0, s1), ceil(nstrips / ranges) each but the
 // last; count() is how many ranges that gives (<= ranges).

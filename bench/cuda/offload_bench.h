@@ -25,12 +25,13 @@ Result<PinnedRates> measure_pinned_rates(cudaStream_t s, int reps);
 //   offload_<form>_us  host wall time per call (median), the forms interleaved call by call:
 //                      graph (the defaults), graph_copyback (no direct output), stream (no
 //                      graphs), graph_sliceblocks (decode on slice blocks), onecopy and rowchunks
-//                      (outputs of 1 MiB and more computed whole), columns2 .. columns16 (that
-//                      many column ranges), columns<n>_wholeplan (each range on the schedule
-//                      planned for the whole output);
+//                      (outputs of 1 MiB and more computed whole), columns<n>_own and
+//                      columns<n>_whole (n column ranges, each on the schedule planned for its
+//                      own strips or for the whole output);
 //   roundtrip_bound_us kernel_us + the call's bytes at `rates` (the target: 1.1x it);
-//   d2h_pinned_us / host_copy_us  the output's DMA into pinned memory with its synchronisation,
-//                      and one thread's memcpy of it into the caller's rows.
+//   d2h_pinned_us / host_copy_us / host_copy_parallel_us  the output's DMA into pinned memory
+//                      with its synchronisation, one thread's memcpy of it into the caller's
+//                      rows, and the backend's copy of it (copy_rows: over oneTBB from 256 KiB).
 // Restores the backend's switches to their defaults.
 Status offload_round_trip(const Backend& cuda, const BoundWeights& bound, int64_t m, int64_t k, int64_t n,
                           const std::vector<float>& x, double kernel_us, const PinnedRates& rates, bool quick,
