@@ -1,8 +1,10 @@
 #include "bench/cuda/offload_bench.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <memory>
+#include <random>
 
 #include "backends/cuda/cuda_status.h"
 #include "backends/cuda/gemm_kernels.h"
@@ -101,11 +103,18 @@ Status offload_round_trip(const Backend& cuda, const BoundWeights& bound, int64_
       {"columns4_whole", true, true, kRanges, 4, kAuto, RangePlan::kWhole},
       {"columns8_whole", true, true, kRanges, 8, kAuto, RangePlan::kWhole}};
   constexpr size_t kForms = sizeof(forms) / sizeof(forms[0]);
-  // Interleaved call by call: every form sees the same drift of clocks and of the host.
+  // Interleaved call by call, in a new order every round: every form sees the same drift of
+  // clocks and of the host, and no form always follows the same one (a call after a long one
+  // finds oneTBB's threads asleep and the GPU's clocks lowered: gate_up M = 32 on the H100, the
+  // same schedule 235.3 us after an 8-range call, 208.1 after a 4-range one, in fixed order).
   const int reps = quick ? 30 : 200;
   std::vector<std::vector<double>> us(kForms);
+  std::vector<size_t> order(kForms);
+  for (size_t f = 0; f < kForms; ++f) order[f] = f;
+  std::mt19937 shuffle_rng(20261205);
   for (int rep = -3; rep < reps; ++rep) {  // three untimed rounds: graphs captured, staging grown
-    for (size_t f = 0; f < kForms; ++f) {
+    std::shuffle(order.begin(), order.end(), shuffle_rng);
+    for (size_t f : order) {
       TB_RETURN_IF_ERROR(apply(cuda, forms[f]));
       const auto t0 = std::chrono::steady_clock::now();
       TB_RETURN_IF_ERROR(cuda.gemm(bound, g));
