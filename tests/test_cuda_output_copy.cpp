@@ -31,12 +31,12 @@ TEST_CASE("cuda column ranges cover strips 0 .. nstrips once, in order, in at mo
   }
 }
 
-TEST_CASE("cuda column range count: one per 4 MiB of output within 2 .. 3 by default, a forced count as asked, never more than the strips; the whole output's schedule on vocabulary-sized outputs") {
-  // lm_head (4748 strips): M = 32 19.4 MB and M = 16 9.7 MB of output, 3 ranges; M = 4 2.4 MB,
+TEST_CASE("cuda column range count: one per MiB of output within 2 .. 3 by default, a forced count as asked, never more than the strips; the whole output's schedule on vocabulary-sized outputs") {
+  // lm_head (4748 strips): M = 32 19.4 MB and M = 4 2.4 MB of output, 3 ranges; M = 2 1.2 MB,
   // 2. gate_up (384) M = 32: 1.6 MB, 2.
   CHECK(cuda::column_ranges_for(32, 4748, 0) == 3);
-  CHECK(cuda::column_ranges_for(16, 4748, 0) == 3);
-  CHECK(cuda::column_ranges_for(4, 4748, 0) == 2);
+  CHECK(cuda::column_ranges_for(4, 4748, 0) == 3);
+  CHECK(cuda::column_ranges_for(2, 4748, 0) == 2);
   CHECK(cuda::column_ranges_for(32, 384, 0) == 2);
   CHECK(cuda::ranges_run_whole_plan(cuda::RangePlan::kAuto, 151936));
   CHECK_FALSE(cuda::ranges_run_whole_plan(cuda::RangePlan::kAuto, 12288));

@@ -44,7 +44,7 @@ Status OutputEvents::reserve(size_t count) {
 }
 
 int64_t column_ranges_for(int64_t m, int64_t nstrips, int64_t forced) {
-  const int64_t bytes = m * nstrips * 32 * 4, per = int64_t{4} << 20;
+  const int64_t bytes = m * nstrips * 32 * 4, per = int64_t{1} << 20;
   const int64_t rule = std::clamp<int64_t>((bytes + per - 1) / per, 2, 3);
   return std::clamp<int64_t>(forced > 0 ? forced : rule, 1, std::max<int64_t>(1, nstrips));
 }

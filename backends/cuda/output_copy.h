@@ -45,10 +45,11 @@ constexpr int64_t kMaxColumnRanges = 64;
 constexpr size_t kParallelCopyBytes = size_t{256} << 10;
 
 // Column ranges of an (m, np) float output of `nstrips` strips: `forced` (clamped to 1 ..
-// nstrips) when > 0, else the rule: one per 4 MiB of output, 2 .. 3. On the H100 (one run,
-// docs/results/h100-2026-12-05-column-ranges.md): lm_head M = 32 991.6 us with 3 against 1091.9
-// with 2 and 1016.5 with 4; M = 16 600.7 against 646.4 and 605.4; M = 4 246.4 with 2 against
-// 253.8 with 3; gate_up M = 32 209.1 with 2 against 215.3 with 4, 247.8 with 6.
+// nstrips) when > 0, else the rule: one per MiB of output, 2 .. 3. On the H100
+// (docs/results/h100-2026-12-05-column-ranges.md, call 2; lm_head ranges on the whole output's
+// schedule): lm_head M = 32 982.0 us with 3 against 1088.1 with 2 and 1016.1 with 4; M = 8
+// 375.9 against 403.3 and 386.4; M = 4 249.9 against 256.4 and 265.4; gate_up M = 32 (1.6 MB)
+// 208.1 with 2 against 214.3 with 4 and 270.5 with 8.
 int64_t column_ranges_for(int64_t m, int64_t nstrips, int64_t forced);
 
 // Which schedule each column range runs ("cuda.set_range_plan").

@@ -104,9 +104,8 @@ Status offload_round_trip(const Backend& cuda, const BoundWeights& bound, int64_
       {"columns8_whole", true, true, kRanges, 8, kAuto, RangePlan::kWhole}};
   constexpr size_t kForms = sizeof(forms) / sizeof(forms[0]);
   // Interleaved call by call, in a new order every round: every form sees the same drift of
-  // clocks and of the host, and no form always follows the same one (a call after a long one
-  // finds oneTBB's threads asleep and the GPU's clocks lowered: gate_up M = 32 on the H100, the
-  // same schedule 235.3 us after an 8-range call, 208.1 after a 4-range one, in fixed order).
+  // clocks and of the host, and no form always follows the same one (in a fixed order, gate_up
+  // M = 32 on the H100 took 235.3 us in one position and 208.1 in another, the same schedule).
   const int reps = quick ? 30 : 200;
   std::vector<std::vector<double>> us(kForms);
   std::vector<size_t> order(kForms);
