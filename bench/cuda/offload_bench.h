@@ -29,6 +29,9 @@ Result<PinnedRates> measure_pinned_rates(cudaStream_t s, int reps);
 //                      columns<n>_whole (n column ranges, each on the schedule planned for its
 //                      own strips or for the whole output);
 //   roundtrip_bound_us kernel_us + the call's bytes at `rates` (the target: 1.1x it);
+//   staged_*_us        the same steps by hand on the bench's stream (one copy each way, the
+//                      launches), each between events, and their host wall time with the copy
+//                      into the caller's rows: where the round trip's time goes;
 //   d2h_pinned_us / host_copy_us / host_copy_parallel_us  the output's DMA into pinned memory
 //                      with its synchronisation, one thread's memcpy of it into the caller's
 //                      rows, and the backend's copy of it (copy_rows: over oneTBB from 256 KiB).
