@@ -49,8 +49,10 @@ TEST_CASE("cuda column range count: one per MiB of output within 2 .. 3 by defau
 }
 
 TEST_CASE("cuda copy_rows: rows of a packed source into a strided destination and back, under and over the parallel threshold, gaps untouched") {
-  for (int64_t rows : {1, 3, 97}) {
-    for (size_t row_bytes : {size_t{4}, size_t{4000}, size_t{600000}}) {
+  // Over oneTBB: 150 rows of 4000 bytes (whole rows a piece), 3 and 150 rows of 300000 (rows cut
+  // into pieces); one thread: the rest.
+  for (int64_t rows : {1, 3, 150}) {
+    for (size_t row_bytes : {size_t{4}, size_t{4000}, size_t{300000}}) {
       const size_t stride = row_bytes + 12;
       std::vector<uint8_t> src(static_cast<size_t>(rows) * row_bytes), dst(static_cast<size_t>(rows) * stride, 0xee);
       for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<uint8_t>(i * 2654435761u >> 13);

@@ -40,9 +40,11 @@ constexpr size_t kOutputChunkBytes = size_t{1} << 20;
 
 // Most column ranges an output is cut into ("cuda.set_output_chunks").
 constexpr int64_t kMaxColumnRanges = 64;
-// Host copies of at least this many bytes run over oneTBB's threads (one thread's memcpy into a
-// caller's rows moved ~12 GB/s on the H200's host: gate_up M = 32's 1.57 MB output 127 us).
-constexpr size_t kParallelCopyBytes = size_t{256} << 10;
+// Host copies of at least this many bytes run over oneTBB's threads. One thread's memcpy of an
+// output out of pinned memory, against copy_rows over oneTBB, same run on the H100's host
+// (docs/results/h100-2026-12-05-column-ranges-call2-bench.txt): 393 KB 9.8 against 18.3 us (the
+// threads' start costs more than they save), 786 KB 23.1 against 19.0, 1.57 MB 133.8 against 22.9.
+constexpr size_t kParallelCopyBytes = size_t{512} << 10;
 
 // Column ranges of an (m, np) float output of `nstrips` strips: `forced` (clamped to 1 ..
 // nstrips) when > 0, else the rule: one per MiB of output, 2 .. 3. On the H100

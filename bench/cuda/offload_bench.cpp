@@ -209,7 +209,7 @@ Status offload_round_trip(const Backend& cuda, const BoundWeights& bound, int64_
     return Status();
   });
   if (!host_copy.ok()) return host_copy.status();
-  auto parallel_copy = time_host(5, quick ? 10 : 100, [&] {  // the backend's copy (over oneTBB from 256 KiB)
+  auto parallel_copy = time_host(5, quick ? 10 : 100, [&] {  // the backend's copy (over oneTBB from kParallelCopyBytes)
     cuda::copy_rows(y.data(), bytes, pinned.p, bytes, 1, bytes);
     return Status();
   });

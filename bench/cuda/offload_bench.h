@@ -34,7 +34,7 @@ Result<PinnedRates> measure_pinned_rates(cudaStream_t s, int reps);
 //                      into the caller's rows: where the round trip's time goes;
 //   d2h_pinned_us / host_copy_us / host_copy_parallel_us  the output's DMA into pinned memory
 //                      with its synchronisation, one thread's memcpy of it into the caller's
-//                      rows, and the backend's copy of it (copy_rows: over oneTBB from 256 KiB).
+//                      rows, and the backend's copy of it (copy_rows: over oneTBB from kParallelCopyBytes).
 // Restores the backend's switches to their defaults.
 Status offload_round_trip(const Backend& cuda, const BoundWeights& bound, int64_t m, int64_t k, int64_t n,
                           const std::vector<float>& x, double kernel_us, const PinnedRates& rates, bool quick,
