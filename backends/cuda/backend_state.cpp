@@ -5,8 +5,8 @@
 namespace twinbit::cuda {
 namespace {
 
-// Staging grows in 64 KiB steps, so a call a little larger than the last reuses none of it
-// rarely and reallocates (and drops the lane's graphs) rarely.
+// Staging grows in 64 KiB steps, so calls of nearly the same size share one allocation instead of
+// reallocating it (and dropping the lane's graphs) each time one is a little larger.
 size_t round_up(size_t v) { return (v + 65535) / 65536 * 65536; }
 
 }  // namespace
