@@ -178,7 +178,7 @@ TEST_CASE("gpu gemm without graphs equals reference bits, q8 q4 x f32 i8, M{1,8,
   REQUIRE(cuda->set_switch("cuda.set_use_graphs", 1).ok());
 }
 
-TEST_CASE("gpu gemm outputs of 1 MiB and more, every output form (one copy; row chunks; column ranges by the rule, forced 1, 3, 7 and more than the strips; 3 and 7 on the whole output's schedule): bits equal the reference under 1 MiB, just past it and at three chunks, rows packed and with a row stride ldy > n whose gaps stay untouched, with and without graphs, q8 q4 x f32 i8, N1000 (ragged) K256") {
+TEST_CASE("gpu gemm outputs of 1 MiB and more, every output form (one copy; row chunks; column ranges by the rule, forced 1, 3, 7 and more than the strips; 3 and 7 on the whole output's schedule; written by the kernel into the mapped staging): bits equal the reference under 1 MiB, just past it and at three chunks, rows packed and with a row stride ldy > n whose gaps stay untouched, with and without graphs, q8 q4 x f32 i8, N1000 (ragged) K256") {
   auto cuda = cuda_or_skip();
   if (!cuda) return;
   constexpr int64_t n = 1000, k = 256;
@@ -186,6 +186,7 @@ TEST_CASE("gpu gemm outputs of 1 MiB and more, every output form (one copy; row 
     cuda::OutputForm form;
     int ranges;
     cuda::RangePlan plan;
+    int direct_kib = 64;  // every output here is past 64 KiB; 1 << 20: the kernel writes it into staging
   };
   using cuda::OutputForm;
   using cuda::RangePlan;
@@ -193,7 +194,8 @@ TEST_CASE("gpu gemm outputs of 1 MiB and more, every output form (one copy; row 
                         {OutputForm::kColumnRanges, 0, RangePlan::kAuto}, {OutputForm::kColumnRanges, 1, RangePlan::kOwn},
                         {OutputForm::kColumnRanges, 3, RangePlan::kOwn},  {OutputForm::kColumnRanges, 7, RangePlan::kOwn},
                         {OutputForm::kColumnRanges, 64, RangePlan::kOwn}, {OutputForm::kColumnRanges, 3, RangePlan::kWhole},
-                        {OutputForm::kColumnRanges, 7, RangePlan::kWhole}};
+                        {OutputForm::kColumnRanges, 7, RangePlan::kWhole},
+                        {OutputForm::kColumnRanges, 0, RangePlan::kAuto, 1 << 20}};
   const float gap = std::nanf("0x5ca");
   uint32_t gap_bits = 0;
   std::memcpy(&gap_bits, &gap, 4);
@@ -215,6 +217,7 @@ TEST_CASE("gpu gemm outputs of 1 MiB and more, every output form (one copy; row 
             REQUIRE(cuda->set_switch("cuda.set_chunked_output", static_cast<int64_t>(f.form)).ok());
             REQUIRE(cuda->set_switch("cuda.set_output_chunks", f.ranges).ok());
             REQUIRE(cuda->set_switch("cuda.set_range_plan", static_cast<int64_t>(f.plan)).ok());
+            REQUIRE(cuda->set_switch("cuda.set_direct_output_kib", f.direct_kib).ok());
             for (int64_t ldy : {n, n + 3}) {
               const int which = ldy == n ? 0 : 1;
               const std::vector<float>& want = wants[which];
@@ -235,7 +238,8 @@ TEST_CASE("gpu gemm outputs of 1 MiB and more, every output form (one copy; row 
               }
               CHECK_MESSAGE(differ == 0, prec_name(prec) << " " << act_mode_name(mode) << " M=" << m << " ldy=" << ldy
                                              << " graphs=" << graphs << " form=" << static_cast<int>(f.form)
-                                             << " ranges=" << f.ranges << " plan=" << static_cast<int>(f.plan) << ": "
+                                             << " ranges=" << f.ranges << " plan=" << static_cast<int>(f.plan)
+                                             << " direct_kib=" << f.direct_kib << ": "
                                              << differ << " rows differ");
               CHECK_MESSAGE(touched == 0, "M=" << m << " ldy=" << ldy << ": " << touched << " gap floats written");
             }
@@ -248,6 +252,7 @@ TEST_CASE("gpu gemm outputs of 1 MiB and more, every output form (one copy; row 
   REQUIRE(cuda->set_switch("cuda.set_chunked_output", static_cast<int64_t>(cuda::OutputForm::kColumnRanges)).ok());
   REQUIRE(cuda->set_switch("cuda.set_output_chunks", 0).ok());
   REQUIRE(cuda->set_switch("cuda.set_range_plan", 0).ok());
+  REQUIRE(cuda->set_switch("cuda.set_direct_output_kib", 64).ok());
   MESSAGE("output forms: " << calls << " calls compared with the reference");
 }
 
@@ -262,6 +267,10 @@ TEST_CASE("cuda output switches refuse values out of range, naming the switch") 
   CHECK(ranges.message().find("cuda.set_output_chunks") != std::string::npos);
   CHECK(cuda->set_switch("cuda.set_output_chunks", -1).code() == TB_INVALID_ARGUMENT);
   CHECK(cuda->set_switch("cuda.set_range_plan", 3).code() == TB_INVALID_ARGUMENT);
+  const Status direct = cuda->set_switch("cuda.set_direct_output_kib", (int64_t{1} << 20) + 1);
+  CHECK(direct.code() == TB_INVALID_ARGUMENT);
+  CHECK(direct.message().find("cuda.set_direct_output_kib") != std::string::npos);
+  CHECK(cuda->set_switch("cuda.set_direct_output_kib", -1).code() == TB_INVALID_ARGUMENT);
 }
 
 TEST_CASE("gpu gemm decode M1, every decode kernel (strip blocks, slice blocks, automatic) x direct output or copy-back, q8 q4 x f32 i8, (N,K) {(2048,2048),(1024,2048),(6144,2048),(12288,2048),(2048,6144),(4096,2048),(11300,6144),(1000,96),(257,256),(151936,2048)}") {

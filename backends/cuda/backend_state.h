@@ -33,10 +33,12 @@ namespace twinbit::cuda {
 constexpr size_t kMaxPartialBytes = size_t{256} << 20;  // gemm workspace cap; rows are chunked past it
 constexpr size_t kBindChunk = size_t{32} << 20;         // pinned staging slot for uploads
 constexpr size_t kMaxGraphsPerLane = 64;
-// Outputs up to this size are written by the kernel straight into the pinned (mapped) host
-// staging: a small call then has no device-to-host copy node, whose DMA setup costs more than the
-// few KiB cost on the bus. Larger outputs go through one copy at full DMA bandwidth.
-constexpr size_t kMaxDirectOutputBytes = size_t{64} << 10;
+// Outputs up to this size (KiB; the switch "cuda.set_direct_output_kib") are written by the
+// kernel straight into the pinned (mapped) host staging: a small call then has no device-to-host
+// copy node, whose DMA setup costs more than the few KiB cost on the bus. Larger outputs go
+// through one copy at full DMA bandwidth, or the output forms of output_copy.h.
+constexpr int kDefaultDirectOutputKib = 64;
+constexpr int64_t kMaxDirectOutputKib = int64_t{1} << 20;
 
 struct DeviceBuffer {
   void* p = nullptr;
@@ -136,6 +138,7 @@ struct Ctx {
   std::atomic<bool> use_graphs{true};
   std::atomic<int> decode_path{static_cast<int>(DecodePath::kAuto)};
   std::atomic<bool> direct_output{true};
+  std::atomic<int> direct_output_kib{kDefaultDirectOutputKib};
   std::atomic<int> output_form{static_cast<int>(OutputForm::kColumnRanges)};
   std::atomic<int> output_ranges{0};  // 0: the rule's count (column_ranges_for)
   std::atomic<int> range_plan{static_cast<int>(RangePlan::kAuto)};  // which schedule ranges run

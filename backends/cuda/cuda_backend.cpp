@@ -400,6 +400,9 @@ tb_code sw_use_graphs(void* c, int64_t v, tb_error* err) {
 tb_code sw_direct_output(void* c, int64_t v, tb_error* err) {
   return set_bool_switch<&Ctx::direct_output>(c, v, err, "cuda.set_direct_output");
 }
+tb_code sw_direct_output_kib(void* c, int64_t v, tb_error* err) {
+  return set_int_switch<&Ctx::direct_output_kib, kMaxDirectOutputKib>(c, v, err, "cuda.set_direct_output_kib");
+}
 tb_code sw_chunked_output(void* c, int64_t v, tb_error* err) {
   return set_int_switch<&Ctx::output_form, static_cast<int64_t>(OutputForm::kColumnRanges)>(
       c, v, err, "cuda.set_chunked_output");
@@ -492,6 +495,7 @@ void* get_proc(void*, const char* name) {
     tb_switch_fn fn;
   } kSwitches[] = {{"cuda.set_use_graphs", sw_use_graphs},
                    {"cuda.set_direct_output", sw_direct_output},
+                   {"cuda.set_direct_output_kib", sw_direct_output_kib},
                    {"cuda.set_chunked_output", sw_chunked_output},
                    {"cuda.set_output_chunks", sw_output_chunks},
                    {"cuda.set_range_plan", sw_range_plan},

@@ -169,7 +169,8 @@ Status prepare(Ctx& c, Lane& l, const DeviceStrips& w, const tb_gemm_args& a, Ge
     moved = true;
   }
   p.decode = static_cast<DecodePath>(c.decode_path.load(std::memory_order_relaxed));
-  if (c.direct_output.load(std::memory_order_relaxed) && p.out_bytes <= kMaxDirectOutputBytes) {
+  const auto direct_bytes = static_cast<size_t>(c.direct_output_kib.load(std::memory_order_relaxed)) << 10;
+  if (c.direct_output.load(std::memory_order_relaxed) && p.out_bytes <= direct_bytes) {
     if (l.h_out_mapped_of != l.h_out.p) {  // pinned memory is mapped: its device address, once
       TB_CUDA_TRY(cudaHostGetDevicePointer(&l.h_out_mapped, l.h_out.p, 0));
       l.h_out_mapped_of = l.h_out.p;

@@ -6,6 +6,7 @@
 #include <memory>
 #include <random>
 
+#include "backends/cuda/backend_state.h"
 #include "backends/cuda/cuda_backend.h"
 #include "backends/cuda/cuda_status.h"
 #include "backends/cuda/gemm_kernels.h"
@@ -23,11 +24,13 @@ struct Form {
   int ranges;  // with column ranges: forced count, 0 the rule's
   cuda::DecodePath path;
   cuda::RangePlan plan = cuda::RangePlan::kAuto;  // with column ranges: which schedule each runs
+  int direct_kib = cuda::kDefaultDirectOutputKib;  // outputs up to this written into mapped staging
 };
 
 Status apply(const Backend& cuda, const Form& f) {
   TB_RETURN_IF_ERROR(cuda.set_switch("cuda.set_use_graphs", f.graphs));
   TB_RETURN_IF_ERROR(cuda.set_switch("cuda.set_direct_output", f.direct));
+  TB_RETURN_IF_ERROR(cuda.set_switch("cuda.set_direct_output_kib", f.direct_kib));
   TB_RETURN_IF_ERROR(cuda.set_switch("cuda.set_chunked_output", static_cast<int64_t>(f.output)));
   TB_RETURN_IF_ERROR(cuda.set_switch("cuda.set_output_chunks", f.ranges));
   TB_RETURN_IF_ERROR(cuda.set_switch("cuda.set_range_plan", static_cast<int64_t>(f.plan)));
@@ -170,7 +173,9 @@ Status offload_round_trip(const Backend& cuda, const BoundWeights& bound, int64_
       {"columns2_whole", true, true, kRanges, 2, kAuto, RangePlan::kWhole},
       {"columns3_whole", true, true, kRanges, 3, kAuto, RangePlan::kWhole},
       {"columns4_whole", true, true, kRanges, 4, kAuto, RangePlan::kWhole},
-      {"columns8_whole", true, true, kRanges, 8, kAuto, RangePlan::kWhole}};
+      {"columns8_whole", true, true, kRanges, 8, kAuto, RangePlan::kWhole},
+      {"direct1m", true, true, kRanges, 0, kAuto, RangePlan::kAuto, 1024},
+      {"direct_all", true, true, kRanges, 0, kAuto, RangePlan::kAuto, 1 << 20}};
   constexpr size_t kForms = sizeof(forms) / sizeof(forms[0]);
   // Interleaved call by call, in a new order every round: every form sees the same drift of
   // clocks and of the host, and no form always follows the same one (in a fixed order, gate_up
