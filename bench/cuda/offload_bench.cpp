@@ -126,6 +126,26 @@ Status staged_round_trip(const Backend& cuda, const BoundWeights& bound, int64_t
   return Status();
 }
 
+// Median µs of an empty graph's launch and the stream's synchronisation: the fixed cost of a
+// call's one graph launch and one wait.
+Result<double> empty_graph_us(cudaStream_t s, int reps) {
+  cudaGraph_t graph = nullptr;
+  TB_CUDA_TRY(cudaGraphCreate(&graph, 0));
+  cudaGraphNode_t node = nullptr;
+  TB_CUDA_TRY(cudaGraphAddEmptyNode(&node, graph, nullptr, 0));
+  cudaGraphExec_t exec = nullptr;
+  const cudaError_t inst = cudaGraphInstantiate(&exec, graph, 0);
+  cudaGraphDestroy(graph);
+  TB_CUDA_TRY(inst);
+  auto us = time_host(5, reps, [&]() -> Status {
+    TB_CUDA_TRY(cudaGraphLaunch(exec, s));
+    TB_CUDA_TRY(cudaStreamSynchronize(s));
+    return Status();
+  });
+  cudaGraphExecDestroy(exec);
+  return us;
+}
+
 }  // namespace
 
 Result<PinnedRates> measure_pinned_rates(cudaStream_t s, int reps) {
@@ -220,6 +240,22 @@ Status offload_round_trip(const Backend& cuda, const BoundWeights& bound, int64_
   });
   if (!parallel_copy.ok()) return parallel_copy.status();
   *note += Format("d2h_pinned_us=%.2f host_copy_us=%.2f host_copy_parallel_us=%.2f ", *d2h, *host_copy, *parallel_copy);
+  // The call's other serial steps: the activations' copy into pinned staging (as pack_inputs
+  // does it), and a graph's launch and synchronisation with nothing in it. With the kernel and
+  // the two DMAs they add up to the round trip when nothing overlaps (roundtrip_serial_us).
+  Pinned staging;
+  TB_CUDA_TRY(cudaMallocHost(&staging.p, x.size() * 4));
+  auto pack = time_host(5, quick ? 10 : 100, [&] {
+    cuda::copy_rows(staging.p, static_cast<size_t>(k) * 4, x.data(), static_cast<size_t>(k) * 4, m,
+                    static_cast<size_t>(k) * 4);
+    return Status();
+  });
+  if (!pack.ok()) return pack.status();
+  auto launch = empty_graph_us(s, quick ? 10 : 100);
+  if (!launch.ok()) return launch.status();
+  const double host_out = bytes >= cuda::kParallelCopyBytes ? *parallel_copy : *host_copy;
+  *note += Format("host_pack_us=%.2f graph_sync_us=%.2f roundtrip_serial_us=%.2f ", *pack, *launch,
+                  *pack + *launch + kernel_us + in_bytes / rates.h2d + *d2h + host_out);
   return Status();
 }
 
