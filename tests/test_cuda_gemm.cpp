@@ -15,6 +15,7 @@
 #include "core/op_checks.h"
 #include "tests/test_cuda_support.h"
 #ifdef TWINBIT_HAS_CUDA_BACKEND
+#include "backends/cuda/backend_state.h"
 #include "backends/cuda/cuda_backend.h"
 #include "backends/cuda/output_copy.h"
 #endif
@@ -186,7 +187,7 @@ TEST_CASE("gpu gemm outputs of 1 MiB and more, every output form (one copy; row 
     cuda::OutputForm form;
     int ranges;
     cuda::RangePlan plan;
-    int direct_kib = 64;  // every output here is past 64 KiB; 1 << 20: the kernel writes it into staging
+    int direct_kib = 64;  // every output here is past 64 KiB: copied back; 1 << 20: the kernel writes it into staging
   };
   using cuda::OutputForm;
   using cuda::RangePlan;
@@ -252,7 +253,7 @@ TEST_CASE("gpu gemm outputs of 1 MiB and more, every output form (one copy; row 
   REQUIRE(cuda->set_switch("cuda.set_chunked_output", static_cast<int64_t>(cuda::OutputForm::kColumnRanges)).ok());
   REQUIRE(cuda->set_switch("cuda.set_output_chunks", 0).ok());
   REQUIRE(cuda->set_switch("cuda.set_range_plan", 0).ok());
-  REQUIRE(cuda->set_switch("cuda.set_direct_output_kib", 64).ok());
+  REQUIRE(cuda->set_switch("cuda.set_direct_output_kib", cuda::kDefaultDirectOutputKib).ok());
   MESSAGE("output forms: " << calls << " calls compared with the reference");
 }
 

@@ -34,10 +34,12 @@ constexpr size_t kMaxPartialBytes = size_t{256} << 20;  // gemm workspace cap; r
 constexpr size_t kBindChunk = size_t{32} << 20;         // pinned staging slot for uploads
 constexpr size_t kMaxGraphsPerLane = 64;
 // Outputs up to this size (KiB; the switch "cuda.set_direct_output_kib") are written by the
-// kernel straight into the pinned (mapped) host staging: a small call then has no device-to-host
-// copy node, whose DMA setup costs more than the few KiB cost on the bus. Larger outputs go
-// through one copy at full DMA bandwidth, or the output forms of output_copy.h.
-constexpr int kDefaultDirectOutputKib = 64;
+// kernel straight into the pinned (mapped) host staging: no device-to-host copy node, and the
+// writes cross the bus while the kernel computes. Up to 1 MiB that beats one DMA after the
+// kernel (H100, F32 q8 round trips: gate_up M = 16, 786 KB, 120.2 against 156.0 us; M = 2..8
+// 8-12% faster; docs/results/h100-2026-12-06-direct-output.md). Past it the column ranges of
+// output_copy.h win on most shapes (lm_head M = 32: 999.6 against 1138.7 us written directly).
+constexpr int kDefaultDirectOutputKib = 1024;
 constexpr int64_t kMaxDirectOutputKib = int64_t{1} << 20;
 
 struct DeviceBuffer {

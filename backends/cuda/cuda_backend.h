@@ -34,7 +34,7 @@ Status device_strips(const tb_backend& b, void* handle, DeviceStrips* out);
 //                             (0 kAuto, the default; 1 kSliceBlocks; 2 kStripBlocks).
 //   "cuda.set_direct_output"  1: gemm outputs up to "cuda.set_direct_output_kib" written by the
 //                             kernel into the pinned host staging (default); 0: never.
-//   "cuda.set_direct_output_kib" that limit in KiB (0 .. 2^20; default 64).
+//   "cuda.set_direct_output_kib" that limit in KiB (0 .. 2^20; default 1024).
 //   "cuda.set_chunked_output" how gemm outputs of 1 MiB and more reach the caller, an OutputForm
 //                             (output_copy.h): 2 kColumnRanges, the default: computed one range
 //                             of columns at a time, each range copied back and into the caller's
