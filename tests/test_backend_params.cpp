@@ -44,8 +44,8 @@ TEST_CASE("cpu backend parameters: unknown keys and bad values are INVALID_ARGUM
       {"cpu,isa=SSE2", "isa=SSE2", "amx, avx512vnni, avx512bw, fma3_avx2, sse2"},
       {"cpu,prefetch_bytes=65537", "prefetch_bytes=65537", "0 .. 65536"},
       {"cpu,prefetch_bytes=8k", "prefetch_bytes=8k", "0 .. 65536"},
-      {"cpu,amx_schedule=fast", "amx_schedule=fast", "shared or quadrants"},
-      {"cpu,amx_schedule=0", "amx_schedule=0", "shared or quadrants"},
+      {"cpu,amx_schedule=fast", "amx_schedule=fast", "auto, shared or quadrants"},
+      {"cpu,amx_schedule=0", "amx_schedule=0", "auto, shared or quadrants"},
   };
   for (const auto& c : cases) {
     auto b = create_backend(std::string_view(c.spec));
@@ -58,7 +58,7 @@ TEST_CASE("cpu backend parameters: unknown keys and bad values are INVALID_ARGUM
   }
   for (const char* good : {"cpu,threads=1", "cpu,threads=1024", "cpu,prefetch_bytes=0",
                            "cpu,isa=sse2,threads=2,prefetch_bytes=4096", "cpu:0",
-                           "cpu,amx_schedule=shared", "cpu,isa=sse2,amx_schedule=quadrants"}) {
+                           "cpu,amx_schedule=shared", "cpu,isa=sse2,amx_schedule=quadrants", "cpu,amx_schedule=auto"}) {
     auto b = create_backend(std::string_view(good));
     CHECK_MESSAGE(b.ok(), good << ": " << b.status().to_string());
   }

@@ -149,7 +149,7 @@ TEST_CASE("amx: cpu,isa=amx gemm i8 equals ref::gemm_i8 bitwise: q8 q4, every M 
         view.strips = c.w.view;
         auto bound = be->bind(view);
         REQUIRE(bound.ok());
-        for (int schedule : {0, 1}) {
+        for (int schedule : {0, 1, 2}) {
         REQUIRE(be->set_switch("cpu.set_amx_schedule", schedule).ok());
         for (int64_t m = 1; m <= mmax; m += (m < 64 ? 1 : 9)) {
           std::vector<float> y(static_cast<size_t>(m * s.n));
@@ -183,17 +183,19 @@ TEST_CASE("amx: the real tiles equal the emulated schedule on one shape (the emu
   }
 }
 
-TEST_CASE("amx: the spec key amx_schedule picks the tile schedule (describe names quadrants), the bits stay") {
+TEST_CASE("amx: the spec key amx_schedule picks the tile schedule (describe names a fixed one), the bits stay") {
   if (!cpu::isa_runnable(cpu::Isa::kAmx)) {
     MESSAGE("SKIPPED: this CPU or OS gives no AMX-INT8 tiles");
     return;
   }
   const I8Case c = make_case(TB_PREC_Q8, 32, 300, 2048, 11);
-  for (const char* schedule : {"quadrants", "shared"}) {
+  for (const char* schedule : {"quadrants", "shared", "auto"}) {
     auto be = create_cpu_backend({{"isa", "amx"}, {"amx_schedule", schedule}});
     REQUIRE_MESSAGE(be.ok(), be.status().to_string());
-    const bool named = be->device().find("amx_schedule=quadrants") != std::string::npos;
-    CHECK_MESSAGE(named == (std::string(schedule) == "quadrants"), be->device());
+    const bool named = be->device().find(std::string("amx_schedule=") + schedule) != std::string::npos;
+    CHECK_MESSAGE(named == (std::string(schedule) != "auto"), be->device());
+    CHECK_MESSAGE((be->device().find("amx_schedule=") == std::string::npos) == (std::string(schedule) == "auto"),
+                  be->device());
     tb_weights_view view{};
     view.kind = TB_WEIGHTS_STRIPS;
     view.strips = c.w.view;

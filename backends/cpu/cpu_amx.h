@@ -31,6 +31,16 @@ namespace twinbit::cpu {
 
 constexpr int64_t kAmxMinRows = 16;
 
+// The tile schedule a call runs (GemmParams::amx_schedule: 0 quadrants, 1 shared tiles; the spec
+// key amx_schedule). kAmxScheduleAuto, the default, takes the shared one for one block of 16
+// rows and the quadrants from 17 rows: on a 16-core Xeon (H100 machine) shared was 2-4% faster
+// at M = 16 and quadrants 4-14% faster at M = 32 and 64, lm_head and gate_up, two runs
+// (docs/results/cpu-amx-2026-12-06.md); on a 2-core Xeon quadrants won at every M.
+constexpr int kAmxScheduleAuto = 2;
+constexpr int amx_schedule_for(int schedule, int64_t m) {
+  return schedule != kAmxScheduleAuto ? schedule : (m <= 16 ? 1 : 0);
+}
+
 // AMX-TILE + AMX-INT8 in cpuid, tile state enabled in XCR0, and the kernel's permission for
 // this process granted (requested on the first call; the answer is cached).
 bool amx_os_ready();

@@ -14,6 +14,7 @@
 #include <tbb/parallel_for.h>
 #include <tbb/task_arena.h>
 
+#include "backends/cpu/cpu_amx.h"
 #include "backends/cpu/cpu_isa.h"
 #include "backends/cpu/cpu_kernels.h"
 #include <twinbit/backend_params.hpp>
@@ -35,10 +36,9 @@ struct Context {
   const KernelTable* k = nullptr;
   int threads = 1;
   int prefetch_bytes = 8192;
-  // The amx tag's tile schedule (kernels_amx.cpp): 1 shared tiles, measured 3.6-5.1% faster on a
-  // 16-core Xeon (docs/results/cpu-amx-2026-12-02.md); 0 quadrants, 11-13% faster on a 2-core one
-  // (cpu-amx-2026-12-05.md). The spec key amx_schedule picks; the bits are the same.
-  int amx_schedule = 1;
+  // The amx tag's tile schedule (kernels_amx.cpp): kAmxScheduleAuto, or a fixed 0 (quadrants)
+  // or 1 (shared tiles). The spec key amx_schedule picks; the bits are the same.
+  int amx_schedule = kAmxScheduleAuto;
   std::unique_ptr<tbb::task_arena> arena;
   std::string device;
   std::string features;
@@ -219,7 +219,7 @@ tb_code gemm(void* c, void* handle, const tb_gemm_args* a, tb_error* err) {
   const tb_strips& w = b->view.strips;
   GemmParams p = gemm_params(w);
   p.prefetch_bytes = ctx.prefetch_bytes;
-  p.amx_schedule = ctx.amx_schedule;
+  p.amx_schedule = amx_schedule_for(ctx.amx_schedule, a->m);
   p.y = a->y;
   p.ldy = a->ldy;
   PaddedRows padded;
@@ -375,9 +375,9 @@ tb_code sw_prefetch_bytes(void* c, int64_t v, tb_error* err) {
 }
 
 tb_code sw_amx_schedule(void* c, int64_t v, tb_error* err) {
-  if (v != 0 && v != 1) {
+  if (v < 0 || v > kAmxScheduleAuto) {
     return Error(TB_INVALID_ARGUMENT, "cpu.set_amx_schedule: %lld is not a schedule (expected 0 = "
-                 "quadrants, 1 = shared tiles)", static_cast<long long>(v)).to_c(err);
+                 "quadrants, 1 = shared tiles, 2 = auto)", static_cast<long long>(v)).to_c(err);
   }
   ctx_of(c)->amx_schedule = static_cast<int>(v);
   return TB_OK;
@@ -445,14 +445,16 @@ Status choose_threads(const tb_backend_params* params, int* out) {
   return Status();
 }
 
-// amx_schedule=shared|quadrants (the names of GemmParams::amx_schedule's 1 and 0).
+// amx_schedule=auto|shared|quadrants (kAmxScheduleAuto, GemmParams::amx_schedule's 1 and 0).
 Status parse_amx_schedule(const char* v, int* out) {
-  if (std::strcmp(v, "shared") == 0) {
+  if (std::strcmp(v, "auto") == 0) {
+    *out = kAmxScheduleAuto;
+  } else if (std::strcmp(v, "shared") == 0) {
     *out = 1;
   } else if (std::strcmp(v, "quadrants") == 0) {
     *out = 0;
   } else {
-    return Error(TB_INVALID_ARGUMENT, "%s: amx_schedule=%s is not a tile schedule (expected shared or quadrants)",
+    return Error(TB_INVALID_ARGUMENT, "%s: amx_schedule=%s is not a tile schedule (expected auto, shared or quadrants)",
                  kWho, v);
   }
   return Status();
@@ -506,7 +508,10 @@ extern "C" tb_code tb_backend_create_cpu(uint32_t host_abi_version, tb_backend* 
   ctx->amx_schedule = amx_schedule;
   ctx->arena = std::make_unique<tbb::task_arena>(threads);
   ctx->device = cpu_model_name() + " (" + std::to_string(threads) + " threads, " + isa_name(isa) +
-                (isa == Isa::kAmx && amx_schedule == 0 ? ", amx_schedule=quadrants" : "") + ")";
+                (isa == Isa::kAmx && amx_schedule != kAmxScheduleAuto
+                     ? std::string(", amx_schedule=") + (amx_schedule == 0 ? "quadrants" : "shared")
+                     : std::string()) +
+                ")";
   ctx->features = std::string("gemm.q8,gemm.q4,act.f32,act.i8,gemv_f32,gemv_f32_pair,gdn_delta,"
                               "read_floor,quantize_i8,isa.") + isa_name(isa);
   out->iface = &kIface;

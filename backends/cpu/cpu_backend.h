@@ -26,7 +26,8 @@
 //                           against operations of the same backend.
 //   cpu.set_amx_schedule    the amx tag's tile schedule of the I8 gemm at M >= 16 (0 = one
 //                           quadrant at a time; 1 = the four quadrants of a group from one set
-//                           of tiles, the default; isa/kernels_amx.cpp), for the same A/B. Same bits.
+//                           of tiles; 2 = by the call's rows, the default: cpu_amx.h,
+//                           amx_schedule_for; isa/kernels_amx.cpp), for the same A/B. Same bits.
 // The kernels have one schedule per tag; the variants measured against them (a tile-only F32
 // decode, burst prefetches, L1 prefetches) were removed (docs/results/cpu-kernel-choices.md).
 //

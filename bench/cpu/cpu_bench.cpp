@@ -386,12 +386,13 @@ Status run_cpu(const Options& opt, std::vector<Case>& out) {
             cs.note = note;
           }
           if (mode == TB_ACT_I8 && m >= 16 && std::string(info.device).find(", amx)") != std::string::npos) {
-            // The amx tag's two tile schedules (cpu.set_amx_schedule), interleaved. Ends on 1,
-            // the backend's default, so the cases after this one time the default again.
+            // The amx tag's two tile schedules (cpu.set_amx_schedule), interleaved; then back to
+            // 2, the backend's default (by rows), so the cases after this one time the default.
             constexpr int64_t kSchedules[2] = {0, 1};
             double sched_us[2] = {-1, -1};
             TB_RETURN_IF_ERROR(ab_variants_us(be.value(), "cpu.set_amx_schedule", kSchedules, copies, samples,
                                               gemm, sched_us));
+            TB_RETURN_IF_ERROR(be->set_switch("cpu.set_amx_schedule", 2));
             char note[520];
             std::snprintf(note, sizeof note, "%s; amx schedule quadrants / shared: %.1f / %.1f us",
                           cs.note.c_str(), sched_us[0], sched_us[1]);

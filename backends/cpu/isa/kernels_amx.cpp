@@ -2,9 +2,9 @@
 // -mamx-tile -mamx-int8 (backends/cpu/CMakeLists.txt). Raw intrinsics, no xsimd, everything in
 // an anonymous namespace: no inline function of this file can be merged with another tag's copy.
 //
-// TWO SCHEDULES (GemmParams::amx_schedule, the spec key amx_schedule=shared|quadrants; shared by
-// default, 3.6-5.1% faster on a 16-core Xeon, docs/results/cpu-amx-2026-12-02.md; quadrants
-// 11-13% faster on a 2-core one, cpu-amx-2026-12-05.md). 1, the shared one, is described at
+// TWO SCHEDULES (GemmParams::amx_schedule, the spec key amx_schedule=auto|shared|quadrants; by
+// default shared for 16 rows and quadrants past them, cpu_amx.h amx_schedule_for, measured in
+// docs/results/cpu-amx-2026-12-06.md). 1, the shared one, is described at
 // amx_strip_pass_shared. 0, the quadrant one, per strip (32 weight columns) and pass of up to
 // 64 rows (4 row blocks):
 // groups go in chunks of kChunk. Per chunk and quadrant (weight half h = columns 16h .. 16h+15,
