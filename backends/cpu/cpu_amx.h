@@ -33,8 +33,8 @@ constexpr int64_t kAmxMinRows = 16;
 
 // The tile schedule a call runs (GemmParams::amx_schedule: 0 quadrants, 1 shared tiles; the spec
 // key amx_schedule). kAmxScheduleAuto, the default, takes the shared one for one block of 16
-// rows and the quadrants from 17 rows: on a 16-core Xeon (H100 machine) shared was 2-4% faster
-// at M = 16 and quadrants 4-14% faster at M = 32 and 64, lm_head and gate_up, two runs
+// rows and the quadrants from 17 rows: on a 16-core Xeon with AMX shared was 2-4% faster
+// at M = 16 and quadrants 4-13% faster at M = 32 and 64, lm_head and gate_up, two runs
 // (docs/results/cpu-amx-2026-12-06.md); on a 2-core Xeon quadrants won at every M.
 constexpr int kAmxScheduleAuto = 2;
 constexpr int amx_schedule_for(int schedule, int64_t m) {
