@@ -7,6 +7,7 @@
 #include <vector>
 
 #include <twinbit/backend_params.hpp>
+#include "backends/cpu/cpu_amx.h"
 #include "core/backend_spec.h"
 #include "core/op_checks.h"
 #include "core/reference.h"
@@ -61,6 +62,26 @@ TEST_CASE("cpu backend parameters: unknown keys and bad values are INVALID_ARGUM
                            "cpu,amx_schedule=shared", "cpu,isa=sse2,amx_schedule=quadrants", "cpu,amx_schedule=auto"}) {
     auto b = create_backend(std::string_view(good));
     CHECK_MESSAGE(b.ok(), good << ": " << b.status().to_string());
+  }
+}
+
+TEST_CASE("cpu amx_schedule auto: shared for up to 16 rows, quadrants past them; a fixed one stays; the switch takes 0 .. 2") {
+  using cpu::amx_schedule_for;
+  using cpu::kAmxScheduleAuto;
+  CHECK(amx_schedule_for(kAmxScheduleAuto, 16) == 1);
+  CHECK(amx_schedule_for(kAmxScheduleAuto, 17) == 0);
+  CHECK(amx_schedule_for(kAmxScheduleAuto, 512) == 0);
+  for (int fixed : {0, 1}) {
+    CHECK(amx_schedule_for(fixed, 16) == fixed);
+    CHECK(amx_schedule_for(fixed, 64) == fixed);
+  }
+  auto b = create_backend(std::string_view("cpu"));
+  REQUIRE_MESSAGE(b.ok(), b.status().to_string());
+  for (int v : {0, 1, 2}) CHECK(b->set_switch("cpu.set_amx_schedule", v).ok());
+  for (int v : {-1, 3}) {
+    const Status st = b->set_switch("cpu.set_amx_schedule", v);
+    CHECK(st.code() == TB_INVALID_ARGUMENT);
+    CHECK_MESSAGE(st.message().find("2 = auto") != std::string::npos, st.message());
   }
 }
 

@@ -22,6 +22,7 @@
 #include <tbb/task_arena.h>
 
 #include "artifacts/huge_pages.h"
+#include "backends/cpu/cpu_amx.h"
 #include "bench/bench.h"
 #include "bench/cpu/cpu_peak.h"
 #include "core/numerics.h"
@@ -392,7 +393,7 @@ Status run_cpu(const Options& opt, std::vector<Case>& out) {
             double sched_us[2] = {-1, -1};
             TB_RETURN_IF_ERROR(ab_variants_us(be.value(), "cpu.set_amx_schedule", kSchedules, copies, samples,
                                               gemm, sched_us));
-            TB_RETURN_IF_ERROR(be->set_switch("cpu.set_amx_schedule", 2));
+            TB_RETURN_IF_ERROR(be->set_switch("cpu.set_amx_schedule", cpu::kAmxScheduleAuto));
             char note[520];
             std::snprintf(note, sizeof note, "%s; amx schedule quadrants / shared: %.1f / %.1f us",
                           cs.note.c_str(), sched_us[0], sched_us[1]);
