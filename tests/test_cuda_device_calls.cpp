@@ -479,6 +479,98 @@ TEST_CASE("gpu quantise + gemm pairs back to back on one stream, every pair's co
   cudaStreamDestroy(s);
 }
 
+// Strips of random codes whose nonzero scales all lie in [2^-8, 2^-7) (signs and mantissas kept,
+// padding scales still zero): a chain of gemms then stays far from overflow.
+HostStrips tame_strips(tb_prec prec, int64_t n, int64_t k, uint64_t seed) {
+  HostStrips h = random_strips(prec, n, k, seed);
+  for (uint16_t& v : h.owned.scales) {
+    if ((v & 0x7fff) != 0) v = static_cast<uint16_t>((v & 0x83ff) | 0x1c00);
+  }
+  h.view = h.owned.view();
+  return h;
+}
+
+TEST_CASE("gpu chained gemms back to back on one stream, each reading the output of the call before it, equal reference bits with dependent launch on and off: decode strip and slice blocks, prefill slice blocks, the quantiser then an I8 gemm; q8 q4, M 1 and 5") {
+  auto cuda = cuda_or_skip();
+  if (!cuda) return;
+  const DeviceCalls calls(*cuda);
+  REQUIRE(calls.all());
+  cudaStream_t s = nullptr;
+  REQUIRE(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) == cudaSuccess);
+  constexpr int kReps = 3;
+  for (tb_prec prec : {TB_PREC_Q8, TB_PREC_Q4}) {
+    // A: N2048 K2048 (decode in strip blocks), B: N6144 K2048 (decode in slice blocks: partials
+    // and counters), C: N2048 K6144 (mode I8 after the quantiser).
+    const HostStrips ha = tame_strips(prec, 2048, 2048, 811 + prec);
+    const HostStrips hb = tame_strips(prec, 6144, 2048, 812 + prec);
+    const HostStrips hc = tame_strips(prec, 2048, 6144, 813 + prec);
+    auto ba = cuda->bind(strips_view(ha));
+    auto bb = cuda->bind(strips_view(hb));
+    auto bc = cuda->bind(strips_view(hc));
+    REQUIRE(ba.ok());
+    REQUIRE(bb.ok());
+    REQUIRE(bc.ok());
+    Workspace ws{calls};
+    REQUIRE(make_workspace(calls, {ba->handle(), bb->handle(), bc->handle()}, 5, ws).ok());
+    for (int64_t m : {1, 5}) {
+      // Every rep: x0 -> A -> ya -> B -> yb -> quantise -> C (I8) -> yc -> A -> out[rep]. The
+      // buffers between the calls are shared by the reps, so a call that read its input before
+      // the call writing it had finished would read the previous rep's values.
+      std::vector<Activations> x0;
+      std::vector<std::unique_ptr<DeviceBuffer>> dx0, dout;
+      std::vector<std::vector<float>> want;
+      for (int r = 0; r < kReps; ++r) {
+        x0.push_back(make_activations(m, 2048, 830 + 7 * r + m + prec));
+        dx0.push_back(std::make_unique<DeviceBuffer>(static_cast<size_t>(m * 2048) * 4));
+        dout.push_back(std::make_unique<DeviceBuffer>(static_cast<size_t>(m * 2048) * 4));
+        upload(*dx0.back(), x0.back().x);
+        Activations a;
+        a.x = reference(TB_ACT_F32, m, ha.view, x0.back());
+        Activations b;
+        b.x = reference(TB_ACT_F32, m, hb.view, a);
+        b.xq.resize(static_cast<size_t>(m * 6144));
+        b.xd.resize(static_cast<size_t>(m * 6144 / 32));
+        ref::quantize_activations(m, 6144, b.x.data(), 6144, b.xq.data(), 6144, b.xd.data(), 6144 / 32);
+        Activations c;
+        c.x = reference(TB_ACT_I8, m, hc.view, b);
+        want.push_back(reference(TB_ACT_F32, m, ha.view, c));
+      }
+      DeviceCase da(m, 2048, 2048), db(m, 2048, 6144), dc(m, 6144, 2048);
+      for (int dependent : {1, 0}) {
+        REQUIRE(cuda->set_switch("cuda.set_dependent_launch", dependent).ok());
+        for (int r = 0; r < kReps; ++r) {
+          tb_gemm_args a = da.args(TB_ACT_F32, m, 2048, 2048);
+          a.x = dx0[r]->as<float>();
+          a.y = db.x.as<float>();
+          REQUIRE(gemm_on(calls, ba->handle(), ws.ws, a, s).ok());
+          tb_gemm_args b = db.args(TB_ACT_F32, m, 2048, 6144);
+          b.y = dc.x.as<float>();
+          REQUIRE(gemm_on(calls, bb->handle(), ws.ws, b, s).ok());
+          const tb_quantize_args q{m, 6144, dc.x.as<float>(), 6144, dc.xq.as<int8_t>(), 6144, dc.xd.as<float>(), 6144 / 32};
+          REQUIRE(quantize_on(calls, q, s).ok());
+          tb_gemm_args c = dc.args(TB_ACT_I8, m, 6144, 2048);
+          c.y = da.x.as<float>();
+          REQUIRE(gemm_on(calls, bc->handle(), ws.ws, c, s).ok());
+          tb_gemm_args d = da.args(TB_ACT_F32, m, 2048, 2048);
+          d.y = dout[r]->as<float>();
+          REQUIRE(gemm_on(calls, ba->handle(), ws.ws, d, s).ok());
+        }
+        REQUIRE(cudaStreamSynchronize(s) == cudaSuccess);
+        for (int r = 0; r < kReps; ++r) {
+          const auto got = download(*dout[r], want[r].size());
+          const auto diff = bit_diff(want[r].data(), got.data(), static_cast<int64_t>(want[r].size()));
+          CHECK_MESSAGE(diff.first == 0, prec_name(prec) << " M=" << m << " rep " << r << " dependent launch "
+                                                         << dependent << ": " << diff.first
+                                                         << " floats differ, first at " << diff.second);
+          REQUIRE(cudaMemset(dout[r]->p, 0xff, want[r].size() * 4) == cudaSuccess);
+        }
+      }
+      REQUIRE(cuda->set_switch("cuda.set_dependent_launch", 1).ok());  // the default
+    }
+  }
+  cudaStreamDestroy(s);
+}
+
 TEST_CASE("gpu device calls refuse hostile arguments through get_proc: host pointers, foreign handles and workspaces, a float-matrix handle, K100, M above max_m; the quantiser equals reference bits on device pointers") {
   auto cuda = cuda_or_skip();
   if (!cuda) return;

@@ -257,7 +257,7 @@ TEST_CASE("gpu gemm outputs of 1 MiB and more, every output form (one copy; row 
   MESSAGE("output forms: " << calls << " calls compared with the reference");
 }
 
-TEST_CASE("cuda output switches refuse values out of range, naming the switch") {
+TEST_CASE("cuda output and launch switches refuse values out of range, naming the switch") {
   auto cuda = cuda_or_skip();
   if (!cuda) return;
   const Status form = cuda->set_switch("cuda.set_chunked_output", 3);
@@ -272,6 +272,9 @@ TEST_CASE("cuda output switches refuse values out of range, naming the switch") 
   CHECK(direct.code() == TB_INVALID_ARGUMENT);
   CHECK(direct.message().find("cuda.set_direct_output_kib") != std::string::npos);
   CHECK(cuda->set_switch("cuda.set_direct_output_kib", -1).code() == TB_INVALID_ARGUMENT);
+  const Status dependent = cuda->set_switch("cuda.set_dependent_launch", 2);
+  CHECK(dependent.code() == TB_INVALID_ARGUMENT);
+  CHECK(dependent.message().find("cuda.set_dependent_launch") != std::string::npos);
 }
 
 TEST_CASE("gpu gemm decode M1, every decode kernel (strip blocks, slice blocks, automatic) x direct output or copy-back, q8 q4 x f32 i8, (N,K) {(2048,2048),(1024,2048),(6144,2048),(12288,2048),(2048,6144),(4096,2048),(11300,6144),(1000,96),(257,256),(151936,2048)}") {

@@ -84,7 +84,7 @@ struct GraphKey {
   uint64_t bind_id;
   int64_t m;
   int mode;
-  int variant;  // direct output, output form, decode path (switches of the benchmark)
+  int variant;  // direct output, output form, decode path, range plan, dependent launch (switches)
   int64_t ranges;  // column ranges of the output (1: one)
   bool operator<(const GraphKey& o) const {
     return std::tie(bind_id, m, mode, variant, ranges) < std::tie(o.bind_id, o.m, o.mode, o.variant, o.ranges);
@@ -140,6 +140,7 @@ struct Ctx {
   std::atomic<bool> use_graphs{true};
   std::atomic<int> decode_path{static_cast<int>(DecodePath::kAuto)};
   std::atomic<bool> direct_output{true};
+  std::atomic<bool> dependent_launch{true};  // launches may overlap the kernel before them
   std::atomic<int> direct_output_kib{kDefaultDirectOutputKib};
   std::atomic<int> output_form{static_cast<int>(OutputForm::kColumnRanges)};
   std::atomic<int> output_ranges{0};  // 0: the rule's count (column_ranges_for)

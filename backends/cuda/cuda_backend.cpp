@@ -400,6 +400,9 @@ tb_code sw_use_graphs(void* c, int64_t v, tb_error* err) {
 tb_code sw_direct_output(void* c, int64_t v, tb_error* err) {
   return set_bool_switch<&Ctx::direct_output>(c, v, err, "cuda.set_direct_output");
 }
+tb_code sw_dependent_launch(void* c, int64_t v, tb_error* err) {
+  return set_bool_switch<&Ctx::dependent_launch>(c, v, err, "cuda.set_dependent_launch");
+}
 tb_code sw_direct_output_kib(void* c, int64_t v, tb_error* err) {
   return set_int_switch<&Ctx::direct_output_kib, kMaxDirectOutputKib>(c, v, err, "cuda.set_direct_output_kib");
 }
@@ -478,7 +481,8 @@ tb_code gemm_device_call(void* c, void* weights, tb_cuda_workspace* ws, const tb
   Status s = strips_of_handle(ctx, weights, kWho, &w);
   if (s.ok()) {
     s = gemm_device(&ctx, ctx.device, *w, ws, args, static_cast<cudaStream_t>(stream),
-                    static_cast<DecodePath>(ctx.decode_path.load(std::memory_order_relaxed)));
+                    static_cast<DecodePath>(ctx.decode_path.load(std::memory_order_relaxed)),
+                    ctx.dependent_launch.load(std::memory_order_relaxed));
   }
   return s.to_c(err);
 }
@@ -496,6 +500,7 @@ void* get_proc(void*, const char* name) {
   } kSwitches[] = {{"cuda.set_use_graphs", sw_use_graphs},
                    {"cuda.set_direct_output", sw_direct_output},
                    {"cuda.set_direct_output_kib", sw_direct_output_kib},
+                   {"cuda.set_dependent_launch", sw_dependent_launch},
                    {"cuda.set_chunked_output", sw_chunked_output},
                    {"cuda.set_output_chunks", sw_output_chunks},
                    {"cuda.set_range_plan", sw_range_plan},

@@ -35,6 +35,10 @@ Status device_strips(const tb_backend& b, void* handle, DeviceStrips* out);
 //   "cuda.set_direct_output"  1: gemm outputs up to "cuda.set_direct_output_kib" written by the
 //                             kernel into the pinned host staging (default); 0: never.
 //   "cuda.set_direct_output_kib" that limit in KiB (0 .. 2^20; default 1024).
+//   "cuda.set_dependent_launch" 1: on sm_90+ a gemm launch may start while the kernel before it
+//                             in the stream runs, where the plan says it pays (gemm_plan.h), its
+//                             first weight loads overlapping that kernel's tail (default); 0:
+//                             every launch after the kernel before it. Same bits either way.
 //   "cuda.set_chunked_output" how gemm outputs of 1 MiB and more reach the caller, an OutputForm
 //                             (output_copy.h): 2 kColumnRanges, the default: computed one range
 //                             of columns at a time, each range copied back and into the caller's
@@ -54,7 +58,8 @@ Status device_strips(const tb_backend& b, void* handle, DeviceStrips* out);
 // DEVICE-RESIDENT CALLS are get_proc entries too, with C types (twinbit/cuda_device.h, the
 // spec; device_calls.h implements them): "cuda.workspace_create", "cuda.workspace_destroy",
 // "cuda.gemm_device" (the gemm on device pointers, enqueued on the caller's stream, capturable
-// in a CUDA graph) and "cuda.quantize_i8_device". The gemm follows "cuda.set_decode_path".
+// in a CUDA graph) and "cuda.quantize_i8_device". The gemm follows "cuda.set_decode_path" and
+// "cuda.set_dependent_launch".
 
 // The device's weight-scale conversion (scale_to_float) of all 65536 halves into out[65536].
 // Standalone, for the exhaustive test against twinbit::fp16_to_float.

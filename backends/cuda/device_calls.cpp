@@ -284,7 +284,7 @@ void destroy_workspace(tb_cuda_workspace* ws) {
 }
 
 Status gemm_device(const void* owner, int device, const DeviceStrips& w, tb_cuda_workspace* ws,
-                   const tb_gemm_args* a, cudaStream_t stream, DecodePath decode) {
+                   const tb_gemm_args* a, cudaStream_t stream, DecodePath decode, bool overlap) {
   TB_RETURN_IF_ERROR(check_gemm_device_args(owner, w, ws, a));
   RelaxedCaptureScope relaxed;
   DeviceScope scope(device);
@@ -304,6 +304,7 @@ Status gemm_device(const void* owner, int device, const DeviceStrips& w, tb_cuda
   g.partial = ws->partial;
   g.counters = ws->counters;
   g.decode = decode;
+  g.overlap_previous = overlap;
   return prefixed(kGemm, launch_gemm(w, g, stream));
 }
 

@@ -63,10 +63,10 @@ Status create_workspace(const void* owner, int device, const DeviceStrips* const
 void destroy_workspace(tb_cuda_workspace* ws);
 
 // Checks (above, then the pointers' memory and the stream's device), then enqueues the gemm of
-// launch_gemm on `stream`, decode path `decode` (the backend's switch). No synchronisation, no
-// device allocation.
+// launch_gemm on `stream`, decode path `decode` and `overlap` (GemmLaunch::overlap_previous; the
+// backend's switches). No synchronisation, no device allocation.
 Status gemm_device(const void* owner, int device, const DeviceStrips& w, tb_cuda_workspace* ws,
-                   const tb_gemm_args* a, cudaStream_t stream, DecodePath decode);
+                   const tb_gemm_args* a, cudaStream_t stream, DecodePath decode, bool overlap);
 
 // Checks (core/op_checks.h check_quantize_args, the pointers' memory, the stream's device), then
 // enqueues the I8 quantiser (quantize_kernels.h) on `stream`.

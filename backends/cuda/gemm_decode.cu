@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "backends/cuda/cuda_status.h"
+#include "backends/cuda/dependent_launch.cuh"
 #include "backends/cuda/gemm_internal.h"
 #include "backends/cuda/gemm_lanes.cuh"
 #include "backends/cuda/gemm_slice_kernel.cuh"
@@ -61,8 +62,11 @@ using StripParams = DecodeParams;
 // broadcast per load; L1 keeps them), and leaves each slice's partial in shared memory. After one
 // block barrier warp 0 folds the nsplit partials in ascending z. No global partials, fence or
 // counter: the critical path is the warp's DRAM round trips plus one barrier.
+// Launched during the kernel before it (dependent_launch.cuh), the first tiles load meanwhile: the
+// activations are read, and the output written, only after griddep_wait.
 template <tb_prec P, tb_act_mode A>
 __global__ void __launch_bounds__(kStripMaxWarps * 32) gemm_strip_kernel(const StripParams p) {
+  griddep_launch_dependents();  // the next kernel may start its own weight loads
   extern __shared__ float part[];  // (nsplit, 32 lanes)
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int zb = warp * p.wbase + min(warp, p.wrem);
@@ -75,6 +79,7 @@ __global__ void __launch_bounds__(kStripMaxWarps * 32) gemm_strip_kernel(const S
   for (int i = 0; i < kStripDepth; ++i) {
     if (gb + i < ge) ring[i] = load_tile_at<P>(tc, gb + i);
   }
+  griddep_wait();
   float a = 0.0f;
   int z = zb;
   int z_end = (z + 1) * p.gbase + min(z + 1, p.grem);  // group where slice z ends
@@ -148,7 +153,7 @@ int strip_warps(int64_t nsplit) { return static_cast<int>(std::min<int64_t>(nspl
 // The strip kernel takes decode with nsplit > 1 when its partials fit the default shared memory.
 bool strip_fits(int64_t nsplit) { return nsplit > 1 && nsplit * 32 * 4 <= 48 * 1024; }
 
-Status launch_strip(const DeviceStrips& w, const GemmLaunch& a, int64_t nsplit, cudaStream_t stream) {
+Status launch_strip(const DeviceStrips& w, const GemmLaunch& a, int64_t nsplit, cudaStream_t stream, bool overlap) {
   const int64_t ngroups = w.kp / 32, nstrips = w.np / 32;
   const int q = strip_warps(nsplit);
   // Geometry: a block per strip, every slice on a warp (q <= nsplit), partials in shared memory.
@@ -164,8 +169,10 @@ Status launch_strip(const DeviceStrips& w, const GemmLaunch& a, int64_t nsplit, 
   }
   const StripParams p = decode_params(w, a, nsplit, q);
   const size_t smem = static_cast<size_t>(nsplit) * 32 * sizeof(float);
-  kernel<<<static_cast<unsigned>(nstrips), q * 32, smem, stream>>>(p);
-  TB_CUDA_TRY(cudaGetLastError());
+  auto pdl = device_has_dependent_launch();
+  if (!pdl.ok()) return pdl.status();
+  TB_CUDA_TRY(launch_after_previous(overlap && *pdl, kernel, static_cast<unsigned>(nstrips),
+                                    static_cast<unsigned>(q * 32), smem, stream, p));
   return Status();
 }
 

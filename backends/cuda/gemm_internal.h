@@ -163,8 +163,10 @@ Status allow_smem(KernelFn kernel, size_t bytes);
 int strip_warps(int64_t nsplit);
 // The strip kernel takes decode with nsplit > 1 when its partials fit the default shared memory.
 bool strip_fits(int64_t nsplit);
-// Checks the geometry on the host, then launches the strip kernel (y = a.y, M = 1) on `stream`.
-Status launch_strip(const DeviceStrips& w, const GemmLaunch& a, int64_t nsplit, cudaStream_t stream);
+// Checks the geometry on the host, then launches the strip kernel (y = a.y, M = 1) on `stream`;
+// with `overlap` (and sm_90+) it may start during the kernel before it (dependent_launch.cuh).
+Status launch_strip(const DeviceStrips& w, const GemmLaunch& a, int64_t nsplit, cudaStream_t stream,
+                    bool overlap = false);
 
 // ---- launch (gemm_plan.cu) ----
 
@@ -187,8 +189,10 @@ Result<int64_t> resident_blocks(KernelFn kernel);
 // consecutive slices per block, on `stream`.
 // `threads` per block: kThreads, or a multiple of it for kernels whose extra warps share the
 // same strips (the tensor-core kernel at 64 rows); `smem`: the kernel's dynamic shared memory.
+// `overlap` (sm_90+): the launch may start during the kernel before it; only for kernels that
+// keep dependent_launch.cuh's CONTRACT (the slice-block template of gemm_slice_kernel.cuh does).
 Status launch_slice_blocks(const DeviceStrips& w, const GemmLaunch& a, int64_t nsplit, KernelFn kernel,
                            int mt, int cols, int64_t slices_per_block, cudaStream_t stream,
-                           int threads = kThreads, size_t smem = 0);
+                           int threads = kThreads, size_t smem = 0, bool overlap = false);
 
 }  // namespace twinbit::cuda::detail

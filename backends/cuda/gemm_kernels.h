@@ -108,8 +108,8 @@ struct GemmLaunch {
 
   DecodePath decode = DecodePath::kAuto;  // decode (M = 1): the plan's choice, or a forced one
                                           // (both kernels are the product's; same bits)
-  bool overlap_previous = true;  // tensor-core strip blocks on sm_90+, where the plan finds it
-                                 // pays: start while the previous kernel in the stream runs
+  bool overlap_previous = true;  // on sm_90+, where the plan finds it pays (gemm_plan.h): start
+                                 // while the previous kernel in the stream runs
                                  // (dependent_launch.cuh); off: after it
 };
 

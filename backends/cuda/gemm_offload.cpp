@@ -31,6 +31,7 @@ struct GemmPlan {
   OutputForm form = OutputForm::kOneCopy;  // of an output not written directly
   int64_t ranges = 1;         // kColumnRanges: how many (column_ranges_for)
   bool whole_plan = false;    // kColumnRanges: each range runs the whole output's schedule
+  bool overlap = true;        // launches may overlap the kernel before them (the switch)
 };
 
 // Strips [s0, s1) of w: a view with the projection's n_total, so the same fold plan and bits.
@@ -63,6 +64,7 @@ Status enqueue_launches(Lane& l, const DeviceStrips& w, tb_act_mode mode, const 
     }
     a.y = y + r0 * w.n;
     a.decode = p.decode;
+    a.overlap_previous = p.overlap;
     a.partial = static_cast<float*>(l.d_partial.p);
     a.counters = static_cast<unsigned*>(l.d_counters.p);
     if (!whole) {
@@ -118,7 +120,7 @@ Status enqueue_gemm(Lane& l, const DeviceStrips& w, tb_act_mode mode, const Gemm
 Status run_gemm_graph(Lane& l, const Bound& b, tb_act_mode mode, const GemmPlan& p) {
   const GraphKey key{b.id, p.m, static_cast<int>(mode),
                      (p.direct_y ? 1 : 0) | (static_cast<int>(p.form) << 1) | (static_cast<int>(p.decode) << 3) |
-                         (p.whole_plan ? 1 << 5 : 0),
+                         (p.whole_plan ? 1 << 5 : 0) | (p.overlap ? 1 << 6 : 0),
                      p.ranges};
   auto it = l.graphs.find(key);
   if (it == l.graphs.end()) {
@@ -169,6 +171,7 @@ Status prepare(Ctx& c, Lane& l, const DeviceStrips& w, const tb_gemm_args& a, Ge
     moved = true;
   }
   p.decode = static_cast<DecodePath>(c.decode_path.load(std::memory_order_relaxed));
+  p.overlap = c.dependent_launch.load(std::memory_order_relaxed);
   const auto direct_bytes = static_cast<size_t>(c.direct_output_kib.load(std::memory_order_relaxed)) << 10;
   if (c.direct_output.load(std::memory_order_relaxed) && p.out_bytes <= direct_bytes) {
     if (l.h_out_mapped_of != l.h_out.p) {  // pinned memory is mapped: its device address, once

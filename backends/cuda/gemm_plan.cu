@@ -9,6 +9,7 @@
 #include <mutex>
 
 #include "backends/cuda/cuda_status.h"
+#include "backends/cuda/dependent_launch.cuh"
 #include "backends/cuda/gemm_internal.h"
 #include "core/numerics.h"
 
@@ -108,7 +109,7 @@ Params gemm_params(const DeviceStrips& w, const GemmLaunch& a, int64_t nsplit, i
 
 Status launch_slice_blocks(const DeviceStrips& w, const GemmLaunch& a, int64_t nsplit, KernelFn kernel,
                            int mt, int cols, int64_t slices_per_block, cudaStream_t stream, int threads,
-                           size_t smem) {
+                           size_t smem, bool overlap) {
   if (!kernel || mt < 1 || cols < 1 || cols > 2 || nsplit < 1 || slices_per_block < 1 ||
       slices_per_block > nsplit || threads < kThreads || threads % kThreads != 0 || threads > 1024) {
     return Error(TB_INTERNAL, "gemm slice-block launch: %s kernel, row tile %d, %d strips per warp, "
@@ -140,8 +141,10 @@ Status launch_slice_blocks(const DeviceStrips& w, const GemmLaunch& a, int64_t n
   }
   const Params p = gemm_params(w, a, nsplit, strip_blocks, row_tiles, slices_per_block);
   if (smem > 0) TB_RETURN_IF_ERROR(allow_smem(kernel, smem));
-  kernel<<<static_cast<unsigned>(blocks), static_cast<unsigned>(threads), smem, stream>>>(p);
-  TB_CUDA_TRY(cudaGetLastError());
+  auto pdl = device_has_dependent_launch();
+  if (!pdl.ok()) return pdl.status();
+  TB_CUDA_TRY(launch_after_previous(overlap && *pdl, kernel, static_cast<unsigned>(blocks),
+                                    static_cast<unsigned>(threads), smem, stream, p));
   return Status();
 }
 
@@ -250,17 +253,18 @@ detail::KernelFn product_kernel(const DeviceStrips& w, const GemmLaunch& a, cons
 
 // Launches a checked launch's schedule.
 Status launch_planned(const DeviceStrips& w, const GemmLaunch& a, const GemmSchedule& s, cudaStream_t stream) {
-  if (s.strip_blocks) return detail::launch_strip(w, a, s.nsplit, stream);
+  const bool overlap = a.overlap_previous && s.overlap_previous;
+  if (s.strip_blocks) return detail::launch_strip(w, a, s.nsplit, stream, overlap);
   if (s.mma && s.mma_strips) {
     GemmLaunch la = a;
-    la.overlap_previous = a.overlap_previous && s.overlap_previous;
+    la.overlap_previous = overlap;
     return detail::launch_mma_strips(w, la, s.nsplit, product_kernel(w, a, s), s.row_tile, stream, s.mma_stage,
                                      s.mma_acts, s.mma_ways, s.mma_l2_ahead);
   }
   return detail::launch_slice_blocks(w, a, s.nsplit, product_kernel(w, a, s), s.row_tile, s.cols,
                                      s.all_slices ? s.nsplit : 1, stream,
                                      s.mma ? detail::mma_threads(s.row_tile) : detail::kThreads,
-                                     s.mma ? detail::mma_rows_smem(s.row_tile, s.all_slices) : 0);
+                                     s.mma ? detail::mma_rows_smem(s.row_tile, s.all_slices) : 0, overlap);
 }
 
 }  // namespace
@@ -278,6 +282,7 @@ GemmSchedule plan_gemm(const DeviceStrips& w, const GemmLaunch& a, int64_t nspli
                              ceil_div(ngroups, static_cast<int64_t>(detail::strip_warps(nsplit))) <= detail::kStripDepth;
     s.strip_blocks = detail::strip_fits(nsplit) &&
                      (a.decode == DecodePath::kStripBlocks || (a.decode == DecodePath::kAuto && strips_auto));
+    s.overlap_previous = true;
     return s;
   }
   const int mma_tile = mma_row_tile(a.m, force.row_tile, nstrips, sms);
@@ -357,6 +362,7 @@ GemmSchedule plan_gemm(const DeviceStrips& w, const GemmLaunch& a, int64_t nspli
   s.cols = pl.cols;
   s.all_slices = pl.all_slices;
   s.rows_inner = pl.rows_inner;
+  s.overlap_previous = true;
   return s;
 }
 

@@ -9,6 +9,9 @@
 //     tiles): a short latency chain with no global partials (q/o, k/v, qkv). Otherwise slice
 //     blocks, one slice per block, held to 12 blocks per SM (gate, gate_up, down, lm_head: more
 //     strips or longer shares, where the strip blocks would serialise).
+//   - Decode and the slice blocks may start while the kernel before them runs (programmatic
+//     dependent launch, sm_90+, where the caller allows it: GemmLaunch::overlap_previous): their
+//     first weight tiles load during that kernel's tail, the activations after it ends.
 //   - Prefill in mode I8 runs the integer tensor cores on devices that have them (sm_80+) at
 //     every M > 1: the strip blocks (gemm_mma_strips.cuh: a strip's slices over a block's warps)
 //     up to 8 rows, up to 96 where the 16-row blocks staging activations fit (below; in q8 only
@@ -79,8 +82,10 @@ struct GemmSchedule {
                               // memory (16-row tiles, register ring, 3 blocks per SM)
   int mma_ways = 0;           // with mma_strips: warps per strip, 0 for min(nsplit, 8); fewer put
                               // more strips in a block (each warp runs more slices in turn)
-  bool overlap_previous = false;  // with mma_strips: the launch may start during the kernel before
-                                  // it (GemmLaunch::overlap_previous, dependent_launch.cuh)
+  bool overlap_previous = false;  // the launch may start during the kernel before it
+                                  // (GemmLaunch::overlap_previous, dependent_launch.cuh): decode,
+                                  // the slice blocks, and strip blocks where the plan says so
+                                  // (never the row-tile tensor-core kernel)
   int mma_l2_ahead = 0;       // with mma_acts: weight tiles asked into L2 this many groups before
                               // the register ring loads them (0: none)
 };

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 
+#include "backends/cuda/dependent_launch.cuh"
 #include "backends/cuda/gemm_internal.h"
 #include "backends/cuda/gemm_lanes.cuh"
 #include "core/numerics.h"
@@ -31,6 +32,9 @@ enum class SliceRun { kOne, kMerged, kAll };  // slices per block (gemm_kernel)
 // kDepth: weight tiles in flight per warp ahead of the one being computed (a register ring;
 // decode only, where nothing else hides the DRAM latency). kCols: strips per warp (1, or 2 for
 // prefill: accumulate_group2).
+// Launched during the kernel before it (dependent_launch.cuh), a block loads its first weight tiles
+// meanwhile and waits (griddep_wait) before it stages activations: every read of another kernel's
+// output and every global write (partials, counters, outputs) comes after the staging.
 template <tb_prec P, tb_act_mode A, int MT, bool kI2F, SliceRun kRun, int kDepth, bool kRowsInner = false,
           int kCols = 1, int kMinBlocks = 1>
 __global__ void __launch_bounds__(kThreads, kMinBlocks) gemm_kernel(const Params p) {
@@ -38,6 +42,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) gemm_kernel(const Params
   constexpr int kBlockStrips = kStripsPerBlock * kCols;
   constexpr int kOuts = kRun == SliceRun::kAll ? MT : 1;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  griddep_launch_dependents();  // the next kernel may start its own weight loads
   const int64_t b = blockIdx.x;  // row tile fastest: the tiles of one strip run together (L2 reuse)
   const int mt = static_cast<int>(b % p.row_tiles);
   const int64_t rest = b / p.row_tiles;
@@ -89,6 +94,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) gemm_kernel(const Params
         if (active[c] && i < cn) ring[i][c] = load_tile_at<P>(cur0[c], i);
       }
     }
+    if (c0 == gbeg) griddep_wait();  // the kernel before this one has finished: its outputs are here
     __syncthreads();
     stage_chunk<A, MT>(p, stage, m0, rows, c0, cn);
     __syncthreads();
@@ -135,6 +141,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) gemm_kernel(const Params
       }
     }
   }
+  griddep_wait();  // a no-op past the loop's; here for a block whose slices hold no group
 
   if constexpr (kRun == SliceRun::kAll) {  // every slice folded: out = +0 + a[0] + ... + a[nsplit-1]
 #pragma unroll

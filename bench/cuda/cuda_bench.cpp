@@ -673,12 +673,19 @@ Status run_cuda(const Options& opt, std::vector<Case>& out) {
             c.note += Format("source_legacy_us=%.2f source_check=%s ", pt.legacy_us, pt.check.c_str());
           }
           for (size_t v = 1; v < vs.size(); ++v) c.note += Format("%s_us=%.2f ", vs[v].name.c_str(), (*times)[v]);
-          {  // the default launch inside a sequence of launches (different weight copies)
-            auto b2b = time_back_to_back(s, std::max(5, reps / 5), 20, [&](int j) {
-              return cuda::launch_gemm(devs[j % copies], base_launch(true), s);
-            });
-            if (!b2b.ok()) return b2b.status();
-            c.note += Format("b2b_us=%.2f ", *b2b);
+          {  // the default launch inside a sequence of launches (different weight copies), and
+             // the same sequence with every launch after the kernel before it, in alternation
+            std::vector<double> on, off;
+            for (int round = 0; round < 2; ++round) {
+              for (bool overlap : {true, false}) {
+                auto b2b = time_back_to_back(s, std::max(5, reps / 10), 20, [&](int j) {
+                  return cuda::launch_gemm(devs[j % copies], base_launch(overlap), s);
+                });
+                if (!b2b.ok()) return b2b.status();
+                (overlap ? on : off).push_back(*b2b);
+              }
+            }
+            c.note += Format("b2b_us=%.2f b2b_serial_us=%.2f ", median(on), median(off));
           }
           if (mode == TB_ACT_I8) {  // what an engine pays: the device quantiser, then the gemm
             cuda::QuantizeLaunch q;

@@ -25,6 +25,7 @@ struct Form {
   cuda::DecodePath path;
   cuda::RangePlan plan = cuda::RangePlan::kAuto;  // with column ranges: which schedule each runs
   int direct_kib = cuda::kDefaultDirectOutputKib;  // outputs up to this written into mapped staging
+  bool dependent = true;  // launches may overlap the kernel before them (cuda.set_dependent_launch)
 };
 
 Status apply(const Backend& cuda, const Form& f) {
@@ -34,6 +35,7 @@ Status apply(const Backend& cuda, const Form& f) {
   TB_RETURN_IF_ERROR(cuda.set_switch("cuda.set_chunked_output", static_cast<int64_t>(f.output)));
   TB_RETURN_IF_ERROR(cuda.set_switch("cuda.set_output_chunks", f.ranges));
   TB_RETURN_IF_ERROR(cuda.set_switch("cuda.set_range_plan", static_cast<int64_t>(f.plan)));
+  TB_RETURN_IF_ERROR(cuda.set_switch("cuda.set_dependent_launch", f.dependent));
   return cuda.set_switch("cuda.set_decode_path", static_cast<int64_t>(f.path));
 }
 
@@ -195,7 +197,8 @@ Status offload_round_trip(const Backend& cuda, const BoundWeights& bound, int64_
       {"columns4_whole", true, true, kRanges, 4, kAuto, RangePlan::kWhole},
       {"columns8_whole", true, true, kRanges, 8, kAuto, RangePlan::kWhole},
       {"direct64k", true, true, kRanges, 0, kAuto, RangePlan::kAuto, 64},  // the limit before 2026-12-06
-      {"direct_all", true, true, kRanges, 0, kAuto, RangePlan::kAuto, 1 << 20}};
+      {"direct_all", true, true, kRanges, 0, kAuto, RangePlan::kAuto, 1 << 20},
+      {"graph_serial", true, true, kRanges, 0, kAuto, RangePlan::kAuto, cuda::kDefaultDirectOutputKib, false}};
   constexpr size_t kForms = sizeof(forms) / sizeof(forms[0]);
   // Interleaved call by call, in a new order every round: every form sees the same drift of
   // clocks and of the host, and no form always follows the same one (in a fixed order, gate_up
