@@ -11,7 +11,9 @@
 //     strips or longer shares, where the strip blocks would serialise).
 //   - Decode and the slice blocks may start while the kernel before them runs (programmatic
 //     dependent launch, sm_90+, where the caller allows it: GemmLaunch::overlap_previous): their
-//     first weight tiles load during that kernel's tail, the activations after it ends.
+//     first weight tiles load during that kernel's tail, the activations after it ends. Back to
+//     back on the H100 every M = 1 and F32 M = 4 shape gained 1.6-2.9 us a call (q_o F32 6.25 vs
+//     7.88, gate_up 12.67 vs 15.11) and none lost.
 //   - Prefill in mode I8 runs the integer tensor cores on devices that have them (sm_80+) at
 //     every M > 1: the strip blocks (gemm_mma_strips.cuh: a strip's slices over a block's warps)
 //     up to 8 rows, up to 96 where the 16-row blocks staging activations fit (below; in q8 only
