@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <optional>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -188,6 +189,26 @@ struct DeviceCalls {
   bool all() const { return create && destroy && gemm && quantize; }
 };
 
+// A live CUDA backend, its device calls and a non-blocking stream, destroyed with the session
+// (also when a REQUIRE ends the test early); no backend where no device is present (the test
+// then returns: SKIPPED).
+struct DeviceSession {
+  std::optional<Backend> cuda = cuda_or_skip();
+  std::optional<DeviceCalls> calls;
+  cudaStream_t stream = nullptr;
+  DeviceSession() {
+    if (!cuda) return;
+    calls.emplace(*cuda);
+    REQUIRE(calls->all());
+    REQUIRE(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) == cudaSuccess);
+  }
+  DeviceSession(const DeviceSession&) = delete;
+  DeviceSession& operator=(const DeviceSession&) = delete;
+  ~DeviceSession() {
+    if (stream) cudaStreamDestroy(stream);
+  }
+};
+
 // A workspace destroyed at scope exit (declared after the bound weights: freed before them).
 struct Workspace {
   const DeviceCalls& calls;
@@ -270,12 +291,11 @@ constexpr ShapeNK kShapes[] = {{2048, 2048}, {6144, 2048}, {1000, 96}};
 TEST_SUITE("gpu") {
 
 TEST_CASE("gpu gemm_device equals reference bits: q8 q4 x f32 i8, M{1,2,7,33}, N2048 K2048, N6144 K2048, N1000 K96, one workspace for all three") {
-  auto cuda = cuda_or_skip();
-  if (!cuda) return;
-  const DeviceCalls calls(*cuda);
-  REQUIRE(calls.all());
-  cudaStream_t s = nullptr;
-  REQUIRE(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) == cudaSuccess);
+  DeviceSession session;
+  if (!session.cuda) return;
+  auto& cuda = session.cuda;
+  const DeviceCalls& calls = *session.calls;
+  cudaStream_t s = session.stream;
   for (tb_prec prec : {TB_PREC_Q8, TB_PREC_Q4}) {
     std::vector<HostStrips> hosts;
     std::vector<BoundWeights> bound;
@@ -315,16 +335,14 @@ TEST_CASE("gpu gemm_device equals reference bits: q8 q4 x f32 i8, M{1,2,7,33}, N
       }
     }
   }
-  cudaStreamDestroy(s);
 }
 
 TEST_CASE("gpu gemm_device captured in a CUDA graph (global capture mode) and replayed 3 times on fresh inputs equals reference bits: q8 q4, f32 gemms and i8 quantise + gemm, M1 and M7 sharing one workspace") {
-  auto cuda = cuda_or_skip();
-  if (!cuda) return;
-  const DeviceCalls calls(*cuda);
-  REQUIRE(calls.all());
-  cudaStream_t s = nullptr;
-  REQUIRE(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) == cudaSuccess);
+  DeviceSession session;
+  if (!session.cuda) return;
+  auto& cuda = session.cuda;
+  const DeviceCalls& calls = *session.calls;
+  cudaStream_t s = session.stream;
   for (tb_prec prec : {TB_PREC_Q8, TB_PREC_Q4}) {
     HostStrips h0 = random_strips(prec, 2048, 2048, 501 + prec);   // q/o
     HostStrips h1 = random_strips(prec, 6144, 2048, 502 + prec);   // gate: partials and counters
@@ -399,16 +417,14 @@ TEST_CASE("gpu gemm_device captured in a CUDA graph (global capture mode) and re
     cudaGraphExecDestroy(exec);
     cudaGraphDestroy(graph);
   }
-  cudaStreamDestroy(s);
 }
 
 TEST_CASE("gpu quantise + gemm pairs back to back on one stream, every pair's codes in the same buffers, equal reference bits: the tensor-core gemm starts during the quantiser (dependent launch) and must still read the new codes; q8, N8448 K1024, M 2 and 24") {
-  auto cuda = cuda_or_skip();
-  if (!cuda) return;
-  const DeviceCalls calls(*cuda);
-  REQUIRE(calls.all());
-  cudaStream_t s = nullptr;
-  REQUIRE(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) == cudaSuccess);
+  DeviceSession session;
+  if (!session.cuda) return;
+  auto& cuda = session.cuda;
+  const DeviceCalls& calls = *session.calls;
+  cudaStream_t s = session.stream;
   // 8 slices, 264 strips: 8-row strip blocks at M 2; at M 24 (on 132 SMs) 16-row blocks staging
   // their activations, two strips each.
   HostStrips h = random_strips(TB_PREC_Q8, 8448, 1024, 611);
@@ -476,7 +492,6 @@ TEST_CASE("gpu quantise + gemm pairs back to back on one stream, every pair's co
       check(at_start ? "dependents at the quantiser's start" : "dependents at its end");
     }
   }
-  cudaStreamDestroy(s);
 }
 
 // Strips of random codes whose nonzero scales all lie in [2^-8, 2^-7) (signs and mantissas kept,
@@ -491,12 +506,11 @@ HostStrips tame_strips(tb_prec prec, int64_t n, int64_t k, uint64_t seed) {
 }
 
 TEST_CASE("gpu chained gemms back to back on one stream, each reading the output of the call before it, equal reference bits with dependent launch on and off: decode strip and slice blocks, prefill slice blocks, the quantiser then an I8 gemm; q8 q4, M 1 and 5") {
-  auto cuda = cuda_or_skip();
-  if (!cuda) return;
-  const DeviceCalls calls(*cuda);
-  REQUIRE(calls.all());
-  cudaStream_t s = nullptr;
-  REQUIRE(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) == cudaSuccess);
+  DeviceSession session;
+  if (!session.cuda) return;
+  auto& cuda = session.cuda;
+  const DeviceCalls& calls = *session.calls;
+  cudaStream_t s = session.stream;
   constexpr int kReps = 3;
   for (tb_prec prec : {TB_PREC_Q8, TB_PREC_Q4}) {
     // A: N2048 K2048 (decode in strip blocks), B: N6144 K2048 (decode in slice blocks: partials
@@ -568,7 +582,6 @@ TEST_CASE("gpu chained gemms back to back on one stream, each reading the output
       REQUIRE(cuda->set_switch("cuda.set_dependent_launch", 1).ok());  // the default
     }
   }
-  cudaStreamDestroy(s);
 }
 
 TEST_CASE("gpu device calls refuse hostile arguments through get_proc: host pointers, foreign handles and workspaces, a float-matrix handle, K100, M above max_m; the quantiser equals reference bits on device pointers") {
