@@ -196,7 +196,7 @@ TEST_CASE("cuda gemm plan: past 16 rows the strip blocks that stage activations 
   CHECK((cuda::detail::mma_strips_kernel(TB_PREC_Q8, 8, 4, false, true) == nullptr));
 }
 
-TEST_CASE("cuda gemm plan: strip blocks start during the kernel before them (dependent launch) where they are two per SM or more and not given two strips by the plan; never the other kernels") {
+TEST_CASE("cuda gemm plan: tensor-core strip blocks start during the kernel before them (dependent launch) where they are two per SM or more and not given two strips by the plan; decode and the slice blocks always; never the row-tile tensor-core blocks") {
   CHECK(plan(12288, 2048, 2, TB_ACT_I8).overlap_previous);     // gate_up: 384 blocks
   CHECK(plan(12288, 2048, 16, TB_ACT_I8).overlap_previous);
   CHECK_FALSE(plan(12288, 2048, 32, TB_ACT_I8).overlap_previous);  // two strips a block
@@ -209,8 +209,21 @@ TEST_CASE("cuda gemm plan: strip blocks start during the kernel before them (dep
   CHECK(plan_q4(151936, 2048, 96, TB_ACT_I8).overlap_previous);  // lm_head q4: strip blocks up to 96 rows
   CHECK_FALSE(plan_q4(151936, 2048, 97, TB_ACT_I8).overlap_previous);  // row-tile blocks
   CHECK_FALSE(plan(151936, 2048, 33, TB_ACT_I8).overlap_previous);  // q8: row-tile blocks past 32 rows
-  CHECK_FALSE(plan(12288, 2048, 1, TB_ACT_I8).overlap_previous);    // decode
-  CHECK_FALSE(plan(12288, 2048, 8, TB_ACT_F32).overlap_previous);
+  CHECK(plan(12288, 2048, 1, TB_ACT_I8).overlap_previous);    // decode: slice blocks
+  CHECK(plan(2048, 2048, 1, TB_ACT_F32).overlap_previous);     // decode: strip blocks
+  CHECK(plan(12288, 2048, 8, TB_ACT_F32).overlap_previous);    // prefill slice blocks
+  CHECK(plan(151936, 2048, 32, TB_ACT_F32).overlap_previous);
+  cuda::GemmLaunch a;  // mode I8 on the dp4a slice blocks (devices before sm_80, or forced)
+  a.mode = TB_ACT_I8;
+  a.m = 16;
+  cuda::GemmForce dp4a;
+  dp4a.mma = cuda::Toggle::kOff;
+  const GemmSchedule s = cuda::plan_gemm(strips_of(TB_PREC_Q8, 12288, 2048), a, split_plan(12288, 2048), 132, dp4a);
+  CHECK_FALSE(s.mma);
+  CHECK(s.overlap_previous);
+  const GemmSchedule rows = plan(151936, 2048, 128, TB_ACT_I8);  // row-tile tensor-core blocks
+  CHECK((rows.mma && !rows.mma_strips));
+  CHECK_FALSE(rows.overlap_previous);
 }
 
 TEST_CASE("cuda gemm plan: 16-row strip blocks stage their activations only where three such blocks fit an SM's shared memory and the blocks fill the GPU twice; forced off, or a forced form without them, gives the other forms") {
