@@ -66,6 +66,8 @@ TEST_CASE("gpu gemm every benchmark variant (bench/cuda/gemm_variants.h) equals 
   constexpr cuda::DecodePath kAuto = cuda::DecodePath::kAuto, kSlice = cuda::DecodePath::kSliceBlocks;
   const Variant variants[] = {
       {"decode: strip blocks", 1, cuda::DecodePath::kStripBlocks, [](GemmVariant&) {}, false},
+      {"decode: strip blocks in the other form (terms first or in turn)", 1, cuda::DecodePath::kStripBlocks,
+       [](GemmVariant& v) { v.strip_other_form = true; }, false},
       {"decode: slice blocks", 1, kSlice, [](GemmVariant&) {}, false},
       {"decode: slice blocks unpacked", 1, kSlice, [](GemmVariant& v) { v.unpacked = true; }, false},
       {"decode: merged slices", 1, kSlice, [](GemmVariant& v) { v.merged = true; }, false},

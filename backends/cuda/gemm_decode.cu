@@ -64,7 +64,11 @@ using StripParams = DecodeParams;
 // counter: the critical path is the warp's DRAM round trips plus one barrier.
 // Launched during the kernel before it (dependent_launch.cuh), the first tiles load meanwhile: the
 // activations are read, and the output written, only after griddep_wait.
-template <tb_prec P, tb_act_mode A>
+// kTermsFirst: per round of kStripDepth groups, every group's term (the F32 dot or the I8 integer
+// sum, and its scale) first, with no branch between them, so their independent chains
+// interleave; then their accumulation in ascending g. Otherwise each group's term and
+// accumulation in turn. Same operations, same bits; the product's form is kStripTermsFirst.
+template <tb_prec P, tb_act_mode A, bool kTermsFirst>
 __global__ void __launch_bounds__(kStripMaxWarps * 32) gemm_strip_kernel(const StripParams p) {
   griddep_launch_dependents();  // the next kernel may start its own weight loads
   extern __shared__ float part[];  // (nsplit, 32 lanes)
@@ -77,6 +81,7 @@ __global__ void __launch_bounds__(kStripMaxWarps * 32) gemm_strip_kernel(const S
   Tile ring[kStripDepth];
 #pragma unroll
   for (int i = 0; i < kStripDepth; ++i) {
+    ring[i] = Tile{};  // a slot past the warp's groups computes on zeros, never accumulated
     if (gb + i < ge) ring[i] = load_tile_at<P>(tc, gb + i);
   }
   griddep_wait();
@@ -85,6 +90,39 @@ __global__ void __launch_bounds__(kStripMaxWarps * 32) gemm_strip_kernel(const S
   int z_end = (z + 1) * p.gbase + min(z + 1, p.grem);  // group where slice z ends
 #pragma unroll 1
   for (int g0 = gb; g0 < ge; g0 += kStripDepth) {
+    if constexpr (kTermsFirst) {
+      float term[kStripDepth], scale[kStripDepth];  // a = fma(term, scale, a) per group
+#pragma unroll
+      for (int i = 0; i < kStripDepth; ++i) {
+        const int g = g0 + i < ge ? g0 + i : g0;  // past the range: group g0's activations, unused
+        const Tile cur = ring[i];
+        if (g0 + i + kStripDepth < ge) ring[i] = load_tile_at<P>(tc, g0 + i + kStripDepth);
+        const float ws = scale_to_float(cur.scale);
+        if constexpr (A == TB_ACT_F32) {
+          term[i] = group_dot_streamed<P, false>(cur, reinterpret_cast<const float4*>(p.x) + g * 8, 0.0f);
+          scale[i] = ws;
+        } else {
+          int w[8];
+          codes_to_i8x4<P>(cur, w);
+          term[i] = __int2float_rn(group_dot_i8(w, reinterpret_cast<const int4*>(p.xq) + g * 2));
+          scale[i] = __fmul_rn(ws, __ldg(p.xd + g));
+        }
+      }
+#pragma unroll
+      for (int i = 0; i < kStripDepth; ++i) {
+        const int g = g0 + i;
+        if (g < ge) {
+          a = __fmaf_rn(term[i], scale[i], a);  // ascending g
+          if (g + 1 == z_end) {  // slice z complete: its partial
+            part[z * 32 + lane] = a;
+            a = 0.0f;
+            ++z;
+            z_end = (z + 1) * p.gbase + min(z + 1, p.grem);
+          }
+        }
+      }
+      continue;
+    }
 #pragma unroll
     for (int i = 0; i < kStripDepth; ++i) {
       const int g = g0 + i;
@@ -133,14 +171,26 @@ __global__ void __launch_bounds__(kStripMaxWarps * 32) gemm_strip_kernel(const S
 
 using StripKernelFn = void (*)(StripParams);
 
-template <tb_prec P>
-StripKernelFn pick_strip_kernel_for(tb_act_mode mode) {
-  return mode == TB_ACT_F32 ? gemm_strip_kernel<P, TB_ACT_F32> : gemm_strip_kernel<P, TB_ACT_I8>;
+// The strip kernel's form per precision and mode (H100, M = 1, same process; 2026-12-06): terms
+// first wherever it won - q8 F32 q_o 7.74 vs 9.22 us alone, 4.94 vs 6.26 back to back; q8 I8
+// 6.72 vs 7.36; q4 I8 6.18 vs 6.82 - but not in q4 F32, whose nibble unpacking four groups at
+// once made it slower (q_o 8.19 vs 7.68, back to back 5.53 vs 5.22).
+template <tb_prec P, tb_act_mode A>
+constexpr bool kStripTermsFirst = !(P == TB_PREC_Q4 && A == TB_ACT_F32);
+
+template <tb_prec P, tb_act_mode A>
+StripKernelFn strip_kernel_form(bool product) {
+  constexpr bool kProduct = kStripTermsFirst<P, A>;
+  return product ? gemm_strip_kernel<P, A, kProduct> : gemm_strip_kernel<P, A, !kProduct>;
 }
-StripKernelFn pick_strip_kernel(tb_prec prec, tb_act_mode mode) {
+template <tb_prec P>
+StripKernelFn pick_strip_kernel_for(tb_act_mode mode, bool product) {
+  return mode == TB_ACT_F32 ? strip_kernel_form<P, TB_ACT_F32>(product) : strip_kernel_form<P, TB_ACT_I8>(product);
+}
+StripKernelFn pick_strip_kernel(tb_prec prec, tb_act_mode mode, bool product) {
   switch (prec) {
-    case TB_PREC_Q8: return pick_strip_kernel_for<TB_PREC_Q8>(mode);
-    case TB_PREC_Q4: return pick_strip_kernel_for<TB_PREC_Q4>(mode);
+    case TB_PREC_Q8: return pick_strip_kernel_for<TB_PREC_Q8>(mode, product);
+    case TB_PREC_Q4: return pick_strip_kernel_for<TB_PREC_Q4>(mode, product);
   }
   return nullptr;  // no kernels for this precision (kernels_have refuses it at bind)
 }
@@ -153,7 +203,8 @@ int strip_warps(int64_t nsplit) { return static_cast<int>(std::min<int64_t>(nspl
 // The strip kernel takes decode with nsplit > 1 when its partials fit the default shared memory.
 bool strip_fits(int64_t nsplit) { return nsplit > 1 && nsplit * 32 * 4 <= 48 * 1024; }
 
-Status launch_strip(const DeviceStrips& w, const GemmLaunch& a, int64_t nsplit, cudaStream_t stream, bool overlap) {
+Status launch_strip(const DeviceStrips& w, const GemmLaunch& a, int64_t nsplit, cudaStream_t stream, bool overlap,
+                    bool product_form) {
   const int64_t ngroups = w.kp / 32, nstrips = w.np / 32;
   const int q = strip_warps(nsplit);
   // Geometry: a block per strip, every slice on a warp (q <= nsplit), partials in shared memory.
@@ -163,7 +214,7 @@ Status launch_strip(const DeviceStrips& w, const GemmLaunch& a, int64_t nsplit, 
                  "below 2^31)", static_cast<long long>(nstrips), static_cast<long long>(ngroups),
                  static_cast<long long>(nsplit), q);
   }
-  const StripKernelFn kernel = pick_strip_kernel(w.prec, a.mode);
+  const StripKernelFn kernel = pick_strip_kernel(w.prec, a.mode, product_form);
   if (!kernel) {
     return Error(TB_UNIMPLEMENTED, "cuda: no strip kernel for precision %s", prec_name(w.prec));
   }

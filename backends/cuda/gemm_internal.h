@@ -165,8 +165,10 @@ int strip_warps(int64_t nsplit);
 bool strip_fits(int64_t nsplit);
 // Checks the geometry on the host, then launches the strip kernel (y = a.y, M = 1) on `stream`;
 // with `overlap` (and sm_90+) it may start during the kernel before it (dependent_launch.cuh).
+// `product_form`: the kernel's form for this precision and mode (gemm_decode.cu,
+// kStripTermsFirst); false, the other one (the benchmark's variant).
 Status launch_strip(const DeviceStrips& w, const GemmLaunch& a, int64_t nsplit, cudaStream_t stream,
-                    bool overlap = false);
+                    bool overlap = false, bool product_form = true);
 
 // ---- launch (gemm_plan.cu) ----
 

@@ -428,6 +428,7 @@ Status run_cuda(const Options& opt, std::vector<Case>& out) {
             // The decode kernels: strip blocks, slice blocks (packed, unpacked, depth 2, merged),
             // and I2F conversion (q8 F32, slice blocks).
             add("stripblocks", [](GemmVariant&) {}, cuda::DecodePath::kStripBlocks);
+            add("stripblocks_other", [](GemmVariant& v) { v.strip_other_form = true; }, cuda::DecodePath::kStripBlocks);
             add("sliceblocks", [](GemmVariant&) {}, kSlice);
             add("sliceblocks_unpacked", [](GemmVariant& v) { v.unpacked = true; }, kSlice);
             add("sliceblocks_prefetch2", [](GemmVariant& v) { v.depth = 2; }, kSlice);
@@ -686,6 +687,19 @@ Status run_cuda(const Options& opt, std::vector<Case>& out) {
               }
             }
             c.note += Format("b2b_us=%.2f b2b_serial_us=%.2f ", median(on), median(off));
+            if (m == 1) {  // the strip kernel's other form in the same sequence, where the plan runs it
+              GemmVariant other;
+              other.strip_other_form = true;
+              auto planned_decode = cuda::device_plan(devs[0], base_launch(true));
+              if (!planned_decode.ok()) return planned_decode.status();
+              if (planned_decode->strip_blocks) {
+                auto b2b = time_back_to_back(s, std::max(5, reps / 10), 20, [&](int j) {
+                  return launch_gemm_variant(devs[j % copies], base_launch(true), other, s);
+                });
+                if (!b2b.ok()) return b2b.status();
+                c.note += Format("b2b_stripother_us=%.2f ", *b2b);
+              }
+            }
           }
           if (mode == TB_ACT_I8) {  // what an engine pays: the device quantiser, then the gemm
             cuda::QuantizeLaunch q;

@@ -311,6 +311,13 @@ Status launch_gemm_variant(const cuda::DeviceStrips& w, const cuda::GemmLaunch& 
   const cuda::GemmSchedule s = cuda::plan_gemm(w, a, nsplit, *sms, v.force);
   const bool decode_only = v.merged || v.depth == 2 || v.i2f;
   if (a.m == 1) {
+    if (v.strip_other_form) {
+      if (!s.strip_blocks) {
+        return Error(TB_INVALID_ARGUMENT, "gemm variant: the other form is the strip kernel's, and this "
+                     "decode runs slice blocks (force DecodePath::kStripBlocks)");
+      }
+      return cuda::detail::launch_strip(w, a, nsplit, stream, a.overlap_previous, false);
+    }
     if (!decode_only && !v.unpacked) return cuda::launch_gemm_schedule(w, a, s, stream);
     if (s.strip_blocks) {
       return Error(TB_INVALID_ARGUMENT, "gemm variant: unpacked, merged, depth 2 and I2F are slice-block "

@@ -74,6 +74,9 @@ struct GemmVariant {
   bool i2f = false;           // q8, mode F32, one slice per block (not merged), depth 1
   // Decode slice blocks, or prefill with two strips per warp.
   bool unpacked = false;
+  // Decode strip blocks in the form the product does not run for this precision and mode (terms
+  // first, or each group's term and accumulation in turn: gemm_decode.cu, kStripTermsFirst).
+  bool strip_other_form = false;
   // Tensor-core strip blocks (mode I8, M >= 2): the mmas kept in program order (asm volatile).
   bool mma_ordered = false;
   int mma_depth = 0;          // tensor-core strip blocks: 0 (the product's, 2), 4 or 6 weight tiles in flight
