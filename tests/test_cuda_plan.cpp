@@ -61,7 +61,7 @@ std::string describe(const GemmSchedule& s) {
 
 }  // namespace
 
-TEST_CASE("cuda gemm plan on 132 SMs: decode of q/o, k/v, qkv runs strip blocks; gate, gate_up, down, lm_head slice blocks") {
+TEST_CASE("cuda gemm plan on 132 SMs: decode of q/o, k/v, qkv runs strip blocks; in mode F32 gate, gate_up, down, lm_head slice blocks, in mode I8 strip blocks except gate_up") {
   for (auto [n, k] : {std::pair<int64_t, int64_t>{2048, 2048}, {1024, 2048}, {4096, 2048}}) {
     for (tb_act_mode mode : {TB_ACT_F32, TB_ACT_I8}) {
       CHECK_MESSAGE(plan(n, k, 1, mode).strip_blocks, "N=" << n << " K=" << k);
@@ -73,7 +73,14 @@ TEST_CASE("cuda gemm plan on 132 SMs: decode of q/o, k/v, qkv runs strip blocks;
     CHECK(s.row_tile == 1);
     CHECK(s.cols == 1);
     CHECK_FALSE(s.all_slices);
+    for (tb_prec prec : {TB_PREC_Q8, TB_PREC_Q4}) {  // I8: gate_up's three waves of short shares stay on slice blocks
+      CHECK_MESSAGE(plan(n, k, 1, TB_ACT_I8, 132, DecodePath::kAuto, prec).strip_blocks == (n != 12288),
+                    "I8 N=" << n << " K=" << k);
+    }
   }
+  // Where the strip kernel cannot run (one slice: N past 2^19 columns, or K of one group), slice blocks.
+  CHECK_FALSE(plan(int64_t{1} << 20, 2048, 1, TB_ACT_I8).strip_blocks);
+  CHECK_FALSE(plan(4096, 32, 1, TB_ACT_I8).strip_blocks);
   // Forced either way, both decode kernels are the product's.
   CHECK_FALSE(plan(2048, 2048, 1, TB_ACT_F32, 132, DecodePath::kSliceBlocks).strip_blocks);
   CHECK(plan(151936, 2048, 1, TB_ACT_F32, 132, DecodePath::kStripBlocks).strip_blocks);

@@ -26,9 +26,10 @@
 //     row tile: it walks them in ascending z and folds each completed slice into registers
 //     (out = out + a), so there are no partials, no counter and no second pass.
 //   - Decode of the small projections (M = 1, nsplit >= 8, strips <= SMs, every warp's share in
-//     flight at once: q/o, k/v, qkv) runs ONE BLOCK PER STRIP: its up to 16 warps take contiguous
-//     slice ranges, keep 4 tiles in flight each, read the activations as global broadcasts, leave
-//     the slice partials in shared memory, and after one barrier warp 0 folds them in ascending z.
+//     flight at once: q/o, k/v, qkv; in mode I8 also gate, down, lm_head) runs ONE BLOCK PER STRIP: its
+//     up to 16 warps take contiguous slice ranges, keep 4 tiles in flight each, read the
+//     activations as global broadcasts, leave the slice partials in shared memory, and after one
+//     barrier warp 0 folds them in ascending z.
 //   - Mode I8 past 96 rows (and from 16 where the strip blocks do not run) runs the integer tensor cores instead
 //     (gemm_mma.cu, its own MAPPING; the rule: gemm_plan.h): a
 //     warp's strip is the A operand of two m16n8k32 mmas per group, rows in tiles of 8 to 64 are
@@ -89,8 +90,9 @@ struct DeviceStrips {
 
 // Which kernel runs decode (M = 1, nsplit > 1); every path gives the same bits.
 enum class DecodePath {
-  kAuto = 0,         // strip blocks when nsplit >= 8, the strips fit one wave and each warp's
-                     // share is in flight at once (q/o, k/v, qkv); slice blocks otherwise
+  kAuto = 0,         // strip blocks when nsplit >= 8, the strips fit one wave (I8: two) and
+                     // each warp's share is in flight at once (q/o, k/v, qkv), in mode I8 also
+                     // where the shares are longer (down, lm_head); slice blocks otherwise
   kSliceBlocks = 1,  // a block per (4 strips, slice range): global partials, last-block fold
   kStripBlocks = 2,  // a block per strip: slices over its warps, shared-memory fold
 };

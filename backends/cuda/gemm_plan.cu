@@ -275,11 +275,16 @@ GemmSchedule plan_gemm(const DeviceStrips& w, const GemmLaunch& a, int64_t nspli
   GemmSchedule s;
   s.nsplit = nsplit;
   if (a.m == 1) {
-    // Decode runs a block per strip when those blocks fit one wave (one per SM) and each warp's
-    // share is all in flight at once (q/o, k/v, qkv); otherwise slice blocks: gate, gate_up and
-    // down have more strips or longer shares, lm_head few long slices.
-    const bool strips_auto = nsplit >= 8 && nstrips <= sms &&
-                             ceil_div(ngroups, static_cast<int64_t>(detail::strip_warps(nsplit))) <= detail::kStripDepth;
+    // Decode runs a block per strip when each warp's share of slices is in flight at once (<= 4
+    // tiles), nsplit >= 8 and the strips fit one wave (one per SM; q/o, k/v, qkv), in mode I8 two
+    // waves (gate). In mode I8 also wherever a warp's share is longer (down, lm_head): with the
+    // group terms computed first its dp4a rounds beat the slice blocks there (H100, M = 1, back to
+    // back: down 8.06 vs 10.24 us, lm_head q4 60.43 vs 67.98; gate 8.05 vs 8.68), but not on
+    // gate_up's three waves of short shares (12.90 vs 12.66). Otherwise slice blocks: F32 gate,
+    // gate_up, down and lm_head (F32 strip blocks: lm_head 102.46 vs 87.30 us on the H200).
+    const int64_t share = ceil_div(ngroups, static_cast<int64_t>(detail::strip_warps(nsplit)));
+    const bool i8 = a.mode == TB_ACT_I8;
+    const bool strips_auto = share <= detail::kStripDepth ? nsplit >= 8 && nstrips <= (i8 ? 2 : 1) * sms : i8;
     s.strip_blocks = detail::strip_fits(nsplit) &&
                      (a.decode == DecodePath::kStripBlocks || (a.decode == DecodePath::kAuto && strips_auto));
     s.overlap_previous = true;

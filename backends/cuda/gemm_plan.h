@@ -4,11 +4,13 @@
 // THE RULES (each chosen by an interleaved measurement on the H200; the numbers and their runs:
 // docs/results/cuda-kernel-choices.md). nstrips = np / 32; "fill the GPU k times" means k blocks
 // per multiprocessor of the device the launch runs on.
-//   - Decode (M = 1) with nsplit > 1 runs ONE BLOCK PER STRIP when nsplit >= 8, the strips fit
-//     one wave (nstrips <= SMs) and each warp's share of slices is in flight at once (<= 4
-//     tiles): a short latency chain with no global partials (q/o, k/v, qkv). Otherwise slice
-//     blocks, one slice per block, held to 12 blocks per SM (gate, gate_up, down, lm_head: more
-//     strips or longer shares, where the strip blocks would serialise).
+//   - Decode (M = 1) with nsplit > 1 runs ONE BLOCK PER STRIP when each warp's share of slices
+//     is in flight at once (<= 4 tiles), nsplit >= 8 and the strips fit one wave (nstrips <=
+//     SMs; two waves in mode I8): a short latency chain with no global partials (q/o, k/v, qkv;
+//     I8 gate). In mode I8 also wherever a warp's share is longer (down, lm_head), where its dp4a
+//     rounds, terms first, beat the slice blocks. Otherwise slice blocks, one slice per block,
+//     held to 12 blocks per SM (F32 gate, gate_up, down, lm_head; I8 gate_up: more strips or
+//     longer shares, where those strip blocks would serialise).
 //   - Decode and the slice blocks may start while the kernel before them runs (programmatic
 //     dependent launch, sm_90+, where the caller allows it: GemmLaunch::overlap_previous): their
 //     first weight tiles load during that kernel's tail, the activations after it ends. Back to

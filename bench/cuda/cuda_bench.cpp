@@ -674,19 +674,31 @@ Status run_cuda(const Options& opt, std::vector<Case>& out) {
             c.note += Format("source_legacy_us=%.2f source_check=%s ", pt.legacy_us, pt.check.c_str());
           }
           for (size_t v = 1; v < vs.size(); ++v) c.note += Format("%s_us=%.2f ", vs[v].name.c_str(), (*times)[v]);
-          {  // the default launch inside a sequence of launches (different weight copies), and
-             // the same sequence with every launch after the kernel before it, in alternation
-            std::vector<double> on, off;
+          {  // the default launch inside a sequence of launches (different weight copies), the
+             // same sequence with every launch after the kernel before it, and at M = 1 the
+             // decode path the plan did not pick (strip or slice blocks), in alternation
+            cuda::GemmLaunch other_path = base_launch(true);
+            bool has_other = false;
+            if (m == 1) {
+              auto planned = cuda::device_plan(devs[0], other_path);
+              if (!planned.ok()) return planned.status();
+              other_path.decode = planned->strip_blocks ? cuda::DecodePath::kSliceBlocks : cuda::DecodePath::kStripBlocks;
+              auto forced = cuda::device_plan(devs[0], other_path);
+              if (!forced.ok()) return forced.status();
+              has_other = forced->strip_blocks != planned->strip_blocks;
+            }
+            std::vector<double> on, off, other;
             for (int round = 0; round < 2; ++round) {
-              for (bool overlap : {true, false}) {
+              for (int form = 0; form < (has_other ? 3 : 2); ++form) {
                 auto b2b = time_back_to_back(s, std::max(5, reps / 10), 20, [&](int j) {
-                  return cuda::launch_gemm(devs[j % copies], base_launch(overlap), s);
+                  return cuda::launch_gemm(devs[j % copies], form == 2 ? other_path : base_launch(form == 0), s);
                 });
                 if (!b2b.ok()) return b2b.status();
-                (overlap ? on : off).push_back(*b2b);
+                (form == 0 ? on : form == 1 ? off : other).push_back(*b2b);
               }
             }
             c.note += Format("b2b_us=%.2f b2b_serial_us=%.2f ", median(on), median(off));
+            if (has_other) c.note += Format("b2b_otherpath_us=%.2f ", median(other));
             if (m == 1) {  // the strip kernel's other form in the same sequence, where the plan runs it
               GemmVariant other;
               other.strip_other_form = true;
