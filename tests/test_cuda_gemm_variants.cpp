@@ -61,7 +61,7 @@ TEST_CASE("gpu gemm every benchmark variant (bench/cuda/gemm_variants.h) equals 
     int64_t m;
     cuda::DecodePath decode;
     void (*set)(GemmVariant&);
-    bool q8_f32_only;
+    bool f32_only;
   };
   constexpr cuda::DecodePath kAuto = cuda::DecodePath::kAuto, kSlice = cuda::DecodePath::kSliceBlocks;
   const Variant variants[] = {
@@ -80,7 +80,7 @@ TEST_CASE("gpu gemm every benchmark variant (bench/cuda/gemm_variants.h) equals 
          v.merged = true;
          v.unpacked = true;
        }, false},
-      {"decode: I2F", 1, kSlice, [](GemmVariant& v) { v.i2f = true; }, true},
+      {"decode: the other code conversion (q8 I2F, q4 byte permute)", 1, kSlice, [](GemmVariant& v) { v.alt_codes = true; }, true},
       {"prefill: one strip, rows outer, one slice", 33, kAuto, [](GemmVariant& v) {
          v.force.cols = 1;
          v.force.rows_inner = Toggle::kOff;
@@ -364,7 +364,7 @@ TEST_CASE("gpu gemm every benchmark variant (bench/cuda/gemm_variants.h) equals 
       for (tb_act_mode mode : {TB_ACT_F32, TB_ACT_I8}) {
         const auto want = reference(mode, max_m, h.view, a);
         for (const Variant& v : variants) {
-          if (!chosen(v) || (v.q8_f32_only && (prec != TB_PREC_Q8 || mode != TB_ACT_F32))) continue;
+          if (!chosen(v) || (v.f32_only && mode != TB_ACT_F32)) continue;
           const bool tensor_cores = std::string(v.name).find("mma") != std::string::npos;
           if (tensor_cores && mode != TB_ACT_I8) continue;  // integer mma: mode I8 only
           cuda::GemmLaunch l;

@@ -38,6 +38,11 @@ __device__ __forceinline__ TileCursor tile_cursor(const uint8_t* codes, const ui
   return {codes + tile * kTileBytes + lane * (kTileBytes / 32), scales + tile * 32 + lane};
 }
 template <tb_prec P>
+__device__ __forceinline__ TileCursor advanced(const TileCursor& c, int groups) {
+  constexpr int kTileBytes = P == TB_PREC_Q8 ? 1024 : 512;
+  return {c.codes + groups * kTileBytes, c.scales + groups * 32};
+}
+template <tb_prec P>
 __device__ __forceinline__ Tile load_tile_at(const TileCursor& c, int g) {
   constexpr int kTileBytes = P == TB_PREC_Q8 ? 1024 : 512;
   Tile t;
@@ -54,15 +59,31 @@ __device__ __forceinline__ float biased(uint32_t w) {
   return __uint_as_float(__byte_perm(w, 0x4B00u, 0x5440u | J));
 }
 
-// Codes k = 4i .. 4i+3 of a tile as exact floats. The permute + exact subtraction costs two
-// full-rate instructions per weight; I2F is a quarter-rate conversion (a benchmark variant,
-// bench/cuda/gemm_variants.h).
-template <tb_prec P, bool kI2F, int I>
+// The q4 code of the nibble at bits S .. S+3 of w (S <= 16) as an exact float, in two
+// instructions and no isolating shift: one lop3 puts the nibble u into the mantissa of a float
+// whose exponent makes those bits worth 1, 2 ... 8 (2^(23-S) + u), the subtraction of
+// 2^(23-S) + 8 leaves u - 8 exactly. The exponent differs per S, so its bits come as a register
+// operand (the asm keeps ptxas from splitting the lop3 into an AND and an OR of immediates).
+template <int S>
+__device__ __forceinline__ float q4_code_at(uint32_t w) {
+  static_assert(S >= 0 && S <= 16, "the nibble must sit in the low 20 mantissa bits");
+  const uint32_t exponent = (150u - S) << 23;  // 2^(23 - S)
+  uint32_t bits;
+  asm("lop3.b32 %0, %1, %2, %3, 0xEA;" : "=r"(bits) : "r"(w), "n"(0xFu << S), "r"(exponent));  // (w & mask) | exponent
+  return __fsub_rn(__uint_as_float(bits), static_cast<float>((1u << (23 - S)) + 8u));
+}
+
+// Codes k = 4i .. 4i+3 of a tile as exact floats, two full-rate instructions per weight: q8 by a
+// byte permute into 2^23 + (code + 128) and an exact subtraction, q4 by q4_code_at (bits 0-15 of
+// a word in place, bits 16-31 after one shift per word). kAltCodes: the measured alternatives
+// (benchmark variants, bench/cuda/gemm_variants.h) - q8 by I2F, a quarter-rate conversion; q4 by
+// the byte permute of each nibble once masked into its byte.
+template <tb_prec P, bool kAltCodes, int I>
 __device__ __forceinline__ float4 codes4_to_float(const Tile& t) {
   const uint32_t words[8] = {t.lo.x, t.lo.y, t.lo.z, t.lo.w, t.hi.x, t.hi.y, t.hi.z, t.hi.w};
   if constexpr (P == TB_PREC_Q8) {
     const uint32_t w = words[I];
-    if constexpr (kI2F) {
+    if constexpr (kAltCodes) {
       return make_float4(__int2float_rn(static_cast<int8_t>(w)), __int2float_rn(static_cast<int8_t>(w >> 8)),
                          __int2float_rn(static_cast<int8_t>(w >> 16)), __int2float_rn(static_cast<int8_t>(w >> 24)));
     }
@@ -72,33 +93,41 @@ __device__ __forceinline__ float4 codes4_to_float(const Tile& t) {
   } else {
     // byte j of the 16: low nibble is k = j, high nibble k = j + 16
     const uint32_t w = words[I % 4];
-    const uint32_t u = (I < 4 ? w : w >> 4) & 0x0F0F0F0Fu;
-    return make_float4(__fsub_rn(biased<0>(u), kQ4Bias), __fsub_rn(biased<1>(u), kQ4Bias),
-                       __fsub_rn(biased<2>(u), kQ4Bias), __fsub_rn(biased<3>(u), kQ4Bias));
+    if constexpr (kAltCodes) {
+      const uint32_t u = (I < 4 ? w : w >> 4) & 0x0F0F0F0Fu;
+      return make_float4(__fsub_rn(biased<0>(u), kQ4Bias), __fsub_rn(biased<1>(u), kQ4Bias),
+                         __fsub_rn(biased<2>(u), kQ4Bias), __fsub_rn(biased<3>(u), kQ4Bias));
+    }
+    const uint32_t up = w >> 16;  // bytes 2 and 3 where bytes 0 and 1 are: four exponents in all
+    if constexpr (I < 4) {  // low nibbles: bits 0, 8 of w and of up
+      return make_float4(q4_code_at<0>(w), q4_code_at<8>(w), q4_code_at<0>(up), q4_code_at<8>(up));
+    } else {  // high nibbles: bits 4, 12 of w and of up
+      return make_float4(q4_code_at<4>(w), q4_code_at<12>(w), q4_code_at<4>(up), q4_code_at<12>(up));
+    }
   }
 }
 
-template <tb_prec P, bool kI2F, int I = 0>
+template <tb_prec P, bool kAltCodes, int I = 0>
 __device__ __forceinline__ void codes_to_float(const Tile& t, float (&w)[32]) {
-  const float4 f = codes4_to_float<P, kI2F, I>(t);
+  const float4 f = codes4_to_float<P, kAltCodes, I>(t);
   w[4 * I + 0] = f.x;
   w[4 * I + 1] = f.y;
   w[4 * I + 2] = f.z;
   w[4 * I + 3] = f.w;
-  if constexpr (I + 1 < 8) codes_to_float<P, kI2F, I + 1>(t, w);
+  if constexpr (I + 1 < 8) codes_to_float<P, kAltCodes, I + 1>(t, w);
 }
 
 // One row's group dot with codes converted four at a time (decode: nothing to reuse, so the
 // 32 floats are never all live at once).
-template <tb_prec P, bool kI2F, int I = 0>
+template <tb_prec P, bool kAltCodes, int I = 0>
 __device__ __forceinline__ float group_dot_streamed(const Tile& t, const float4* xr, float dot) {
-  const float4 f = codes4_to_float<P, kI2F, I>(t);
+  const float4 f = codes4_to_float<P, kAltCodes, I>(t);
   const float4 v = xr[I];
   dot = __fmaf_rn(f.x, v.x, dot);
   dot = __fmaf_rn(f.y, v.y, dot);
   dot = __fmaf_rn(f.z, v.z, dot);
   dot = __fmaf_rn(f.w, v.w, dot);
-  if constexpr (I + 1 < 8) return group_dot_streamed<P, kI2F, I + 1>(t, xr, dot);
+  if constexpr (I + 1 < 8) return group_dot_streamed<P, kAltCodes, I + 1>(t, xr, dot);
   return dot;
 }
 
@@ -181,16 +210,16 @@ __device__ __forceinline__ void stage_chunk(const Params& p, XStage<A, MT>& s, i
 // kRowsInner (mode F32, MT > 1): the k loop outside and the rows inside, so the MT independent
 // fma chains advance together (each chain's next fma is MT instructions later, past the fma
 // latency); otherwise one row's 32-fma chain after the other.
-template <tb_prec P, tb_act_mode A, int MT, bool kI2F, bool kRowsInner>
+template <tb_prec P, tb_act_mode A, int MT, bool kAltCodes, bool kRowsInner>
 __device__ __forceinline__ void accumulate_group(const Tile& t, const XStage<A, MT>& s, int gl,
                                                  int rows, float (&a)[MT]) {
   const float ws = scale_to_float(t.scale);
   if constexpr (A == TB_ACT_F32 && MT == 1) {
     const float4* xr = reinterpret_cast<const float4*>(&s.x[0][gl * 32]);  // broadcast reads
-    a[0] = __fmaf_rn(group_dot_streamed<P, kI2F>(t, xr, 0.0f), ws, a[0]);
+    a[0] = __fmaf_rn(group_dot_streamed<P, kAltCodes>(t, xr, 0.0f), ws, a[0]);
   } else if constexpr (A == TB_ACT_F32 && kRowsInner) {
     float w[32];
-    codes_to_float<P, kI2F>(t, w);
+    codes_to_float<P, kAltCodes>(t, w);
     float dot[MT];  // the group dots: one sequential fma chain over k per row
 #pragma unroll
     for (int r = 0; r < MT; ++r) dot[r] = 0.0f;
@@ -209,7 +238,7 @@ __device__ __forceinline__ void accumulate_group(const Tile& t, const XStage<A, 
     }
   } else if constexpr (A == TB_ACT_F32) {
     float w[32];
-    codes_to_float<P, kI2F>(t, w);
+    codes_to_float<P, kAltCodes>(t, w);
 #pragma unroll
     for (int r = 0; r < MT; ++r) {
       if (r < rows) {
@@ -237,14 +266,14 @@ __device__ __forceinline__ void accumulate_group(const Tile& t, const XStage<A, 
 // Two columns per lane (prefill, kCols = 2): the group of two strips, lane l owning column l of
 // each. Every activation read from shared memory then feeds two fma chains instead of one (the
 // MT > 1 kernels are bound by shared-memory issue, ncu: MIO stalls first).
-template <tb_prec P, tb_act_mode A, int MT, bool kI2F>
+template <tb_prec P, tb_act_mode A, int MT, bool kAltCodes>
 __device__ __forceinline__ void accumulate_group2(const Tile (&t)[2], const XStage<A, MT>& s, int gl,
                                                   int rows, float (&a)[2][MT]) {
   const float ws0 = scale_to_float(t[0].scale), ws1 = scale_to_float(t[1].scale);
   if constexpr (A == TB_ACT_F32) {
     float w0[32], w1[32];
-    codes_to_float<P, kI2F>(t[0], w0);
-    codes_to_float<P, kI2F>(t[1], w1);
+    codes_to_float<P, kAltCodes>(t[0], w0);
+    codes_to_float<P, kAltCodes>(t[1], w1);
 #pragma unroll
     for (int r = 0; r < MT; ++r) {
       if (r < rows) {

@@ -35,7 +35,7 @@ enum class SliceRun { kOne, kMerged, kAll };  // slices per block (gemm_kernel)
 // Launched during the kernel before it (dependent_launch.cuh), a block loads its first weight tiles
 // meanwhile and waits (griddep_wait) before it stages activations: every read of another kernel's
 // output and every global write (partials, counters, outputs) comes after the staging.
-template <tb_prec P, tb_act_mode A, int MT, bool kI2F, SliceRun kRun, int kDepth, bool kRowsInner = false,
+template <tb_prec P, tb_act_mode A, int MT, bool kAltCodes, SliceRun kRun, int kDepth, bool kRowsInner = false,
           int kCols = 1, int kMinBlocks = 1>
 __global__ void __launch_bounds__(kThreads, kMinBlocks) gemm_kernel(const Params p) {
   constexpr bool kMerge = kRun != SliceRun::kOne;
@@ -94,6 +94,15 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) gemm_kernel(const Params
         if (active[c] && i < cn) ring[i][c] = load_tile_at<P>(cur0[c], i);
       }
     }
+    // The group the ring loads next, one pointer step per load: ptxas then keeps the pointers
+    // instead of recomputing each tile's 64-bit address from the strip (q4 lm_head decode: 138
+    // instructions a group instead of 159 with the code and scale changes of the same commit).
+    // Not for q8's two strips per warp, where ptxas pays for the two cursors in register moves
+    // (H200, F32 lm_head M = 32: 710 vs 661 us; q4 there 643 vs 658).
+    constexpr bool kStepCursor = kCols == 1 || P == TB_PREC_Q4;
+    TileCursor next[kCols];
+#pragma unroll
+    for (int c = 0; c < kCols; ++c) next[c] = advanced<P>(cur0[c], kDepth);
     if (c0 == gbeg) griddep_wait();  // the kernel before this one has finished: its outputs are here
     __syncthreads();
     stage_chunk<A, MT>(p, stage, m0, rows, c0, cn);
@@ -109,12 +118,19 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) gemm_kernel(const Params
 #pragma unroll
             for (int c = 0; c < kCols; ++c) {
               cur[c] = ring[i][c];
-              if (active[c] && gl + kDepth < cn) ring[i][c] = load_tile_at<P>(cur0[c], gl + kDepth);
+              if (active[c] && gl + kDepth < cn) {
+                if constexpr (kStepCursor) {
+                  ring[i][c] = load_tile_at<P>(next[c], 0);
+                  next[c] = advanced<P>(next[c], 1);
+                } else {
+                  ring[i][c] = load_tile_at<P>(cur0[c], gl + kDepth);
+                }
+              }
             }
             if constexpr (kCols == 1) {  // ascending g
-              accumulate_group<P, A, MT, kI2F, kRowsInner>(cur[0], stage, gl, rows, a[0]);
+              accumulate_group<P, A, MT, kAltCodes, kRowsInner>(cur[0], stage, gl, rows, a[0]);
             } else {
-              accumulate_group2<P, A, MT, kI2F>(cur, stage, gl, rows, a);
+              accumulate_group2<P, A, MT, kAltCodes>(cur, stage, gl, rows, a);
             }
             if constexpr (kMerge) {
               if (c0 + gl + 1 == z_end) {  // slice z complete: its partial, or its turn in the fold

@@ -426,14 +426,16 @@ Status run_cuda(const Options& opt, std::vector<Case>& out) {
           constexpr cuda::DecodePath kSlice = cuda::DecodePath::kSliceBlocks;
           if (m == 1) {
             // The decode kernels: strip blocks, slice blocks (packed, unpacked, depth 2, merged),
-            // and I2F conversion (q8 F32, slice blocks).
+            // and the other code conversion (F32, packed slice blocks: q8 I2F, q4 byte permute).
             add("stripblocks", [](GemmVariant&) {}, cuda::DecodePath::kStripBlocks);
             add("stripblocks_other", [](GemmVariant& v) { v.strip_other_form = true; }, cuda::DecodePath::kStripBlocks);
             add("sliceblocks", [](GemmVariant&) {}, kSlice);
             add("sliceblocks_unpacked", [](GemmVariant& v) { v.unpacked = true; }, kSlice);
             add("sliceblocks_prefetch2", [](GemmVariant& v) { v.depth = 2; }, kSlice);
             add("sliceblocks_merged", [](GemmVariant& v) { v.merged = true; }, kSlice);
-            if (mode == TB_ACT_F32 && prec == TB_PREC_Q8) add("sliceblocks_i2f", [](GemmVariant& v) { v.i2f = true; }, kSlice);
+            if (mode == TB_ACT_F32) {  // the packed kernel converting codes the other way
+              add(prec == TB_PREC_Q8 ? "sliceblocks_i2f" : "sliceblocks_permute", [](GemmVariant& v) { v.alt_codes = true; }, kSlice);
+            }
           }
           // Candidate split rules with longer slices, at least G groups (other bits than the
           // contract: timing only): nsplit = min(split_plan, max(1, ngroups / G)).

@@ -20,7 +20,7 @@ using cuda::detail::SliceRun;
 constexpr tb_prec kQ8 = TB_PREC_Q8, kQ4 = TB_PREC_Q4;
 constexpr tb_act_mode kF32 = TB_ACT_F32, kI8 = TB_ACT_I8;
 
-// gemm_kernel<P, A, MT, kI2F = false, kRun, kDepth, kRowsInner, kCols, kMinBlocks> for P of `prec`.
+// gemm_kernel<P, A, MT, kAltCodes = false, kRun, kDepth, kRowsInner, kCols, kMinBlocks> for P of `prec`.
 template <tb_act_mode A, int MT, SliceRun R, int D = 1, bool RI = false, int C = 1, int MB = 1>
 KernelFn by_prec(tb_prec prec) {
   return prec == kQ8 ? gemm_kernel<kQ8, A, MT, false, R, D, RI, C, MB> : gemm_kernel<kQ4, A, MT, false, R, D, RI, C, MB>;
@@ -30,9 +30,13 @@ KernelFn by_prec_mode(tb_prec prec, tb_act_mode mode) {
   return mode == kF32 ? by_prec<kF32, MT, R, D, false, C, MB>(prec) : by_prec<kI8, MT, R, D, false, C, MB>(prec);
 }
 
-// Decode slice blocks, one slice per block, not held to 12 blocks per SM: depth 1 or 2, or I2F.
-KernelFn decode_one_slice(tb_prec prec, tb_act_mode mode, int depth, bool i2f) {
-  if (i2f) return gemm_kernel<kQ8, kF32, 1, true, SliceRun::kOne, 1>;  // q8 F32 (checked by the caller)
+// Decode slice blocks, one slice per block: not held to 12 blocks per SM, depth 1 or 2; or the
+// packed kernel (12 per SM) converting codes the other way (mode F32, checked by the caller).
+KernelFn decode_one_slice(tb_prec prec, tb_act_mode mode, int depth, bool alt_codes) {
+  if (alt_codes) {
+    return prec == kQ8 ? gemm_kernel<kQ8, kF32, 1, true, SliceRun::kOne, 1, false, 1, 12>
+                       : gemm_kernel<kQ4, kF32, 1, true, SliceRun::kOne, 1, false, 1, 12>;
+  }
   return depth == 2 ? by_prec_mode<1, SliceRun::kOne, 2>(prec, mode) : by_prec_mode<1, SliceRun::kOne, 1>(prec, mode);
 }
 
@@ -59,13 +63,13 @@ KernelFn prefill_variant(tb_prec prec, tb_act_mode mode, int cols, bool all_slic
 
 Status launch_decode_variant(const cuda::DeviceStrips& w, const cuda::GemmLaunch& a, const GemmVariant& v,
                              int64_t nsplit, cudaStream_t stream) {
-  if (v.i2f && (w.prec != kQ8 || a.mode != kF32 || v.merged || v.depth != 1)) {
-    return Error(TB_INVALID_ARGUMENT, "gemm variant: I2F exists for q8 mode F32, one slice per block, "
+  if (v.alt_codes && (a.mode != kF32 || v.merged || v.depth != 1 || v.unpacked)) {
+    return Error(TB_INVALID_ARGUMENT, "gemm variant: the other code conversion exists for mode F32, packed, one slice per block, "
                  "depth 1 only");
   }
   // One slice per block: the product's packed kernel unless this variant changes it.
-  const bool bench_kernel = v.unpacked || v.depth == 2 || v.i2f;
-  const KernelFn single = bench_kernel ? decode_one_slice(w.prec, a.mode, v.depth, v.i2f)
+  const bool bench_kernel = v.unpacked || v.depth == 2 || v.alt_codes;
+  const KernelFn single = bench_kernel ? decode_one_slice(w.prec, a.mode, v.depth, v.alt_codes)
                                        : cuda::detail::decode_slice_kernel(w.prec, a.mode);
   int64_t slices_per_block = 1;
   KernelFn kernel = single;
@@ -309,7 +313,7 @@ Status launch_gemm_variant(const cuda::DeviceStrips& w, const cuda::GemmLaunch& 
   auto sms = cuda::detail::device_sms();
   if (!sms.ok()) return sms.status();
   const cuda::GemmSchedule s = cuda::plan_gemm(w, a, nsplit, *sms, v.force);
-  const bool decode_only = v.merged || v.depth == 2 || v.i2f;
+  const bool decode_only = v.merged || v.depth == 2 || v.alt_codes;
   if (a.m == 1) {
     if (v.strip_other_form) {
       if (!s.strip_blocks) {
@@ -320,13 +324,13 @@ Status launch_gemm_variant(const cuda::DeviceStrips& w, const cuda::GemmLaunch& 
     }
     if (!decode_only && !v.unpacked) return cuda::launch_gemm_schedule(w, a, s, stream);
     if (s.strip_blocks) {
-      return Error(TB_INVALID_ARGUMENT, "gemm variant: unpacked, merged, depth 2 and I2F are slice-block "
+      return Error(TB_INVALID_ARGUMENT, "gemm variant: unpacked, merged, depth 2 and the other code conversion are slice-block "
                    "kernels, and this decode runs strip blocks (force DecodePath::kSliceBlocks)");
     }
     return launch_decode_variant(w, a, v, nsplit, stream);
   }
   if (decode_only) {
-    return Error(TB_INVALID_ARGUMENT, "gemm variant: merged slices, depth 2 and I2F are decode kernels "
+    return Error(TB_INVALID_ARGUMENT, "gemm variant: merged slices, depth 2 and the other code conversion are decode kernels "
                  "(M = 1), not for %lld rows", static_cast<long long>(a.m));
   }
   if ((v.mma_ordered || v.mma_depth != 0 || v.mma_stage != 0 || v.mma_ring >= 0 || v.mma_strips_min_blocks != 0) &&

@@ -11,8 +11,10 @@
 //   merged     decode: a block runs several consecutive slices when that fits the grid in one
 //              wave (partials stored as each slice completes)
 //   depth 2    decode: two weight tiles in flight per warp instead of one
-//   i2f        decode, q8 mode F32: codes become floats by the I2F conversion instead of the byte
-//              permute into 2^23 and one exact subtraction
+//   alt_codes  decode, mode F32, the packed slice blocks: codes become floats the other way
+//              (gemm_lanes.cuh, kAltCodes): q8 by the I2F conversion instead of the byte permute
+//              into 2^23 and one exact subtraction; q4 by that byte permute of each nibble masked
+//              into its byte instead of one lop3 into a float of the nibble's exponent
 //   mma_ordered  tensor-core strip blocks with the mmas in program order (asm volatile)
 //   mma_depth  tensor-core strip blocks with 4 or 6 weight tiles in flight per warp (the product: 2)
 //   mma_stage  tensor-core strip blocks with 4, 6 or 8 weight tiles in flight per warp in shared
@@ -71,7 +73,7 @@ struct GemmVariant {
   // Decode slice blocks only (M = 1; with a.decode = kSliceBlocks where the plan picks strips).
   bool merged = false;
   int depth = 1;              // 1 or 2
-  bool i2f = false;           // q8, mode F32, one slice per block (not merged), depth 1
+  bool alt_codes = false;     // mode F32, one slice per block (not merged), depth 1, packed
   // Decode slice blocks, or prefill with two strips per warp.
   bool unpacked = false;
   // Decode strip blocks in the form the product does not run for this precision and mode (terms
@@ -108,7 +110,7 @@ struct GemmVariant {
 // Launches variant v of the gemm (a's buffers and rows) asynchronously on `stream`, after
 // launch_gemm's checks. INVALID_ARGUMENT naming the conflict when v asks for something its
 // schedule does not have (a decode-only kernel at M > 1, slice-block options on strip blocks,
-// i2f outside q8 F32, a depth, row tile or strips per warp outside the sets above).
+// alt_codes outside F32, a depth, row tile or strips per warp outside the sets above).
 Status launch_gemm_variant(const cuda::DeviceStrips& w, const cuda::GemmLaunch& a, const GemmVariant& v,
                            cudaStream_t stream);
 
