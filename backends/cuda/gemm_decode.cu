@@ -121,29 +121,29 @@ __global__ void __launch_bounds__(kStripMaxWarps * 32) gemm_strip_kernel(const S
           }
         }
       }
-      continue;
-    }
+    } else {
 #pragma unroll
-    for (int i = 0; i < kStripDepth; ++i) {
-      const int g = g0 + i;
-      if (g < ge) {
-        const Tile cur = ring[i];
-        if (g + kStripDepth < ge) ring[i] = load_tile_at<P>(tc, g + kStripDepth);
-        const float ws = scale_to_float(cur.scale);
-        if constexpr (A == TB_ACT_F32) {
-          const float4* xr = reinterpret_cast<const float4*>(p.x) + g * 8;
-          a = __fmaf_rn(group_dot_streamed<P, false>(cur, xr, 0.0f), ws, a);  // ascending g
-        } else {
-          int w[8];
-          codes_to_i8x4<P>(cur, w);
-          const int isum = group_dot_i8(w, reinterpret_cast<const int4*>(p.xq) + g * 2);
-          a = __fmaf_rn(__int2float_rn(isum), __fmul_rn(ws, __ldg(p.xd + g)), a);
-        }
-        if (g + 1 == z_end) {  // slice z complete: its partial
-          part[z * 32 + lane] = a;
-          a = 0.0f;
-          ++z;
-          z_end = (z + 1) * p.gbase + min(z + 1, p.grem);
+      for (int i = 0; i < kStripDepth; ++i) {
+        const int g = g0 + i;
+        if (g < ge) {
+          const Tile cur = ring[i];
+          if (g + kStripDepth < ge) ring[i] = load_tile_at<P>(tc, g + kStripDepth);
+          const float ws = scale_to_float(cur.scale);
+          if constexpr (A == TB_ACT_F32) {
+            const float4* xr = reinterpret_cast<const float4*>(p.x) + g * 8;
+            a = __fmaf_rn(group_dot_streamed<P, false>(cur, xr, 0.0f), ws, a);  // ascending g
+          } else {
+            int w[8];
+            codes_to_i8x4<P>(cur, w);
+            const int isum = group_dot_i8(w, reinterpret_cast<const int4*>(p.xq) + g * 2);
+            a = __fmaf_rn(__int2float_rn(isum), __fmul_rn(ws, __ldg(p.xd + g)), a);
+          }
+          if (g + 1 == z_end) {  // slice z complete: its partial
+            part[z * 32 + lane] = a;
+            a = 0.0f;
+            ++z;
+            z_end = (z + 1) * p.gbase + min(z + 1, p.grem);
+          }
         }
       }
     }
