@@ -29,24 +29,25 @@ struct TileCursor {
   const uint8_t* codes;
   const uint16_t* scales;
 };
+// Bytes of one (strip, group) tile's codes: 32 columns x 32 codes, one byte (q8) or a nibble (q4) each.
+template <tb_prec P>
+constexpr int kTileBytes = P == TB_PREC_Q8 ? 1024 : 512;
+
 template <tb_prec P>
 __device__ __forceinline__ TileCursor tile_cursor(const uint8_t* codes, const uint16_t* scales,
                                                   int64_t tile, int lane) {
   // The lanes know two packings; another precision needs its own load and convert here.
   static_assert(P == TB_PREC_Q8 || P == TB_PREC_Q4, "no lane code for this precision");
-  constexpr int kTileBytes = P == TB_PREC_Q8 ? 1024 : 512;
-  return {codes + tile * kTileBytes + lane * (kTileBytes / 32), scales + tile * 32 + lane};
+  return {codes + tile * kTileBytes<P> + lane * (kTileBytes<P> / 32), scales + tile * 32 + lane};
 }
 template <tb_prec P>
 __device__ __forceinline__ TileCursor advanced(const TileCursor& c, int groups) {
-  constexpr int kTileBytes = P == TB_PREC_Q8 ? 1024 : 512;
-  return {c.codes + groups * kTileBytes, c.scales + groups * 32};
+  return {c.codes + groups * kTileBytes<P>, c.scales + groups * 32};
 }
 template <tb_prec P>
 __device__ __forceinline__ Tile load_tile_at(const TileCursor& c, int g) {
-  constexpr int kTileBytes = P == TB_PREC_Q8 ? 1024 : 512;
   Tile t;
-  const uint4* src = reinterpret_cast<const uint4*>(c.codes + g * kTileBytes);
+  const uint4* src = reinterpret_cast<const uint4*>(c.codes + g * kTileBytes<P>);
   t.lo = __ldg(src);
   t.hi = P == TB_PREC_Q8 ? __ldg(src + 1) : make_uint4(0, 0, 0, 0);
   t.scale = __ldg(c.scales + g * 32);
