@@ -64,8 +64,9 @@ KernelFn prefill_variant(tb_prec prec, tb_act_mode mode, int cols, bool all_slic
 Status launch_decode_variant(const cuda::DeviceStrips& w, const cuda::GemmLaunch& a, const GemmVariant& v,
                              int64_t nsplit, cudaStream_t stream) {
   if (v.alt_codes && (a.mode != kF32 || v.merged || v.depth != 1 || v.unpacked)) {
-    return Error(TB_INVALID_ARGUMENT, "gemm variant: the other code conversion exists for mode F32, packed, one slice per block, "
-                 "depth 1 only");
+    return Error(TB_INVALID_ARGUMENT, "gemm variant: the other code conversion exists for mode F32, packed, one slice "
+                 "per block, depth 1 only (got mode %s%s%s, depth %d)", a.mode == kF32 ? "F32" : "I8",
+                 v.merged ? ", merged" : "", v.unpacked ? ", unpacked" : "", v.depth);
   }
   // One slice per block: the product's packed kernel unless this variant changes it.
   const bool bench_kernel = v.unpacked || v.depth == 2 || v.alt_codes;
