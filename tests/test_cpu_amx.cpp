@@ -9,6 +9,7 @@
 // subnormals, large values and infinities (NaN results: the default NaN on both sides).
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <vector>
@@ -44,7 +45,8 @@ I8Case make_case(tb_prec prec, int64_t m, int64_t n, int64_t k, uint64_t seed) {
 
 // The backend's gemm() setup, single-threaded, on the given table; with row_split > 0 the rows
 // go in two calls, [0, row_split) and [row_split, M) (a split off the 16-row blocks included).
-std::vector<float> run_table(const cpu::KernelTable& t, const I8Case& c, int schedule = 0, int64_t row_split = 0) {
+std::vector<float> run_table(const cpu::KernelTable& t, const I8Case& c, int schedule = 0, int64_t row_split = 0,
+                             int tuning = cpu::kAmxTuningQ4) {
   const tb_strips& w = c.w.view;
   cpu::GemmParams p{};
   p.prec = w.prec;
@@ -65,6 +67,7 @@ std::vector<float> run_table(const cpu::KernelTable& t, const I8Case& c, int sch
   p.y = y.data();
   p.ldy = w.n;
   p.amx_schedule = schedule;
+  p.amx_tuning = tuning;
   std::vector<uint8_t> pack(static_cast<size_t>(t.i8_pack_bytes(c.m, c.ng)));
   t.i8_pack(p, c.m, pack.data());
   p.xpack = pack.data();
@@ -107,9 +110,26 @@ TEST_CASE("cpu amx schedule with emulated tiles equals ref::gemm_i8 bitwise: q8 
         check_same(run_table(t, c, schedule, s.m / 2 + 3), c.ref, "emulated amx schedule, rows in two ranges");
         calls += 3;
       }
+      // The quadrant schedule's tunings: two pairs of tile work in flight, sparse and far prefetches.
+      for (int tuning : {cpu::kAmxTuningQ8, 0x200, 0x263, 0x132, 0x1101, 0x2301, 0x1202, 0x3201, 0x4101, 0x8101, 0xb301}) {
+        INFO(std::string(prec_name(prec)) << " M=" << s.m << " N=" << s.n << " K=" << s.k << " tuning " << tuning);
+        check_same(run_table(t, c, 0, 0, tuning), c.ref, "emulated amx quadrant schedule, tuned");
+        ++calls;
+      }
     }
   }
   MESSAGE(calls << " emulated-tile gemm calls memcmp-equal to the reference");
+}
+
+TEST_CASE("cpu.set_amx_tuning takes the tunings cpu_amx.h describes and refuses the others") {
+  auto be = create_cpu_backend({});
+  REQUIRE(be.ok());
+  for (int64_t v : {0, 0x101, 0x100, 0x263, 0x301, 0x10f, 0x1101, 0x2201, 0x3201, 0x4101, 0x8101}) CHECK_MESSAGE(be->set_switch("cpu.set_amx_tuning", v).ok(), v);
+  for (int64_t v : {-1, 0x001, 0x401, 0x171, 0x3101, 0xc101, 0x10101}) {
+    const Status st = be->set_switch("cpu.set_amx_tuning", v);
+    CHECK_MESSAGE(st.code() == TB_INVALID_ARGUMENT, v);
+    CHECK(st.to_string().find("cpu.set_amx_tuning") != std::string::npos);
+  }
 }
 
 TEST_CASE("cpu amx tag: listed first, the default where it runs, UNAVAILABLE where it does not") {
@@ -149,8 +169,15 @@ TEST_CASE("amx: cpu,isa=amx gemm i8 equals ref::gemm_i8 bitwise: q8 q4, every M 
         view.strips = c.w.view;
         auto bound = be->bind(view);
         REQUIRE(bound.ok());
-        for (int schedule : {0, 1, 2}) {
-        REQUIRE(be->set_switch("cpu.set_amx_schedule", schedule).ok());
+        // 3 .. 5: the quadrants tuned (cpu_amx.h AmxTuning): two pairs in flight, a sparse far
+        // prefetch, the stores after the host work, the add-and-subtract conversion; three pairs
+        // in flight, dots beside host work; tile parts between columns, C started at the magic bits.
+        for (int schedule : {0, 1, 2, 3, 4, 5}) {
+        REQUIRE(be->set_switch("cpu.set_amx_schedule", std::min(schedule, 2)).ok());
+        REQUIRE(be->set_switch("cpu.set_amx_tuning", schedule == 3   ? 0x5263
+                                                     : schedule == 4 ? 0x2301
+                                                     : schedule == 5 ? 0xb201
+                                                                     : cpu::kAmxTuningAuto).ok());
         for (int64_t m = 1; m <= mmax; m += (m < 64 ? 1 : 9)) {
           std::vector<float> y(static_cast<size_t>(m * s.n));
           tb_gemm_args a{TB_ACT_I8, m, nullptr, 0, c.xq.data(), c.kp, c.xd.data(), c.ng, y.data(), s.n};

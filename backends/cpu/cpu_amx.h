@@ -41,6 +41,51 @@ constexpr int amx_schedule_for(int schedule, int64_t m) {
   return schedule != kAmxScheduleAuto ? schedule : (m <= 16 ? 1 : 0);
 }
 
+// The quadrant schedule's tuning, one int (GemmParams::amx_tuning; the switch
+// cpu.set_amx_tuning): bits 0-3 the software prefetch distance in chunks of 16 groups (0: none;
+// 1: the next chunk, spread over this chunk's steps), bits 4-7 log2 of the prefetch line stride
+// (0: every line; 3: one line per 512 bytes; 6: one per 4 KiB page), bits 8-11 the tile
+// pipeline's depth in group pairs (1: a pair's tile work is issued one pair ahead of its host
+// work; 2: two pairs ahead, three buffers; 3: three ahead, four buffers), bits 12-13 the order
+// of a step's work (0: the next pair's loads, dots and stores, then this pair's host work; 1: the
+// stores after the host work; 2: each dot beside one group's host work, the stores last; 3, with
+// depth >= 2: the previous step's stores first, then each tile part (A, B, dot) between four
+// columns of host work), bits 14-15 how the host makes float(isum) (0: vcvtdq2ps, port 0 only
+// on these cores; 1: an integer add of 1.5 * 2^23's bits and a float subtraction of it, ports 0
+// and 5; 2: the C tile starts at those bits instead of zero, so only the subtraction is left).
+// Same bits at every value.
+struct AmxTuning {
+  int prefetch_chunks = 1;
+  int prefetch_stride_log2 = 0;
+  int depth = 1;
+  int order = 0;
+  int conversion = 0;
+  static constexpr AmxTuning decode(int v) {
+    AmxTuning t;
+    t.prefetch_chunks = v & 15;
+    t.prefetch_stride_log2 = (v >> 4) & 15;
+    t.depth = (v >> 8) & 15;
+    t.order = (v >> 12) & 3;
+    t.conversion = (v >> 14) & 3;
+    return t;
+  }
+  // A concrete tuning (kAmxTuningAuto is not one).
+  static constexpr bool valid(int64_t v) {
+    const AmxTuning t = decode(static_cast<int>(v & 0xffff));
+    return v >= 0 && v < (1 << 16) && t.prefetch_stride_log2 <= 6 && t.depth >= 1 && t.depth <= 3 &&
+           (t.order <= 2 || t.depth >= 2) && t.conversion <= 2;
+  }
+};
+// The default, kAmxTuningAuto (0, which no concrete tuning is), picks by the weights' precision:
+// q8 dots beside the host work (order 2), q4 the tile work first (order 0); both prefetch the next
+// chunk, one pair in flight. Measured in docs/results/cpu-amx-2026-12-06-tuning.md: order 2 took
+// 3-5% off q8 at M = 16, 32, 64 (lm_head, gate_up, two runs); q4 moved -3% .. +3%.
+constexpr int kAmxTuningAuto = 0;
+constexpr int kAmxTuningQ8 = 0x2101, kAmxTuningQ4 = 0x101;
+constexpr int amx_tuning_for(int tuning, tb_prec prec) {
+  return tuning != kAmxTuningAuto ? tuning : prec == TB_PREC_Q4 ? kAmxTuningQ4 : kAmxTuningQ8;
+}
+
 // AMX-TILE + AMX-INT8 in cpuid, tile state enabled in XCR0, and the kernel's permission for
 // this process granted (requested on the first call; the answer is cached).
 bool amx_os_ready();

@@ -39,6 +39,7 @@ struct Context {
   // The amx tag's tile schedule (kernels_amx.cpp): kAmxScheduleAuto, or a fixed 0 (quadrants)
   // or 1 (shared tiles). The spec key amx_schedule picks; the bits are the same.
   int amx_schedule = kAmxScheduleAuto;
+  int amx_tuning = kAmxTuningAuto;  // the quadrant schedule's tuning (cpu_amx.h, AmxTuning; auto by precision)
   std::unique_ptr<tbb::task_arena> arena;
   std::string device;
   std::string features;
@@ -220,6 +221,7 @@ tb_code gemm(void* c, void* handle, const tb_gemm_args* a, tb_error* err) {
   GemmParams p = gemm_params(w);
   p.prefetch_bytes = ctx.prefetch_bytes;
   p.amx_schedule = amx_schedule_for(ctx.amx_schedule, a->m);
+  p.amx_tuning = amx_tuning_for(ctx.amx_tuning, w.prec);
   p.y = a->y;
   p.ldy = a->ldy;
   PaddedRows padded;
@@ -383,12 +385,26 @@ tb_code sw_amx_schedule(void* c, int64_t v, tb_error* err) {
   return TB_OK;
 }
 
+tb_code sw_amx_tuning(void* c, int64_t v, tb_error* err) {
+  if (v != kAmxTuningAuto && !AmxTuning::valid(v)) {
+    return Error(TB_INVALID_ARGUMENT, "cpu.set_amx_tuning: %#llx is not a tuning (expected 0 = auto, or bits 0-3 prefetch "
+                 "chunks, 4-7 log2 line stride <= 6, 8-11 pipeline depth 1 .. 3, 12-13 order 0 .. 3 (3: depth >= 2), "
+                 "14-15 conversion 0 .. 2; cpu_amx.h)",
+                 static_cast<long long>(v)).to_c(err);
+  }
+  ctx_of(c)->amx_tuning = static_cast<int>(v);
+  return TB_OK;
+}
+
 void* get_proc(void*, const char* name) {
   if (name && std::strcmp(name, "cpu.set_prefetch_bytes") == 0) {
     return reinterpret_cast<void*>(&sw_prefetch_bytes);
   }
   if (name && std::strcmp(name, "cpu.set_amx_schedule") == 0) {
     return reinterpret_cast<void*>(&sw_amx_schedule);
+  }
+  if (name && std::strcmp(name, "cpu.set_amx_tuning") == 0) {
+    return reinterpret_cast<void*>(&sw_amx_tuning);
   }
   return nullptr;
 }

@@ -28,6 +28,10 @@
 //                           quadrant at a time; 1 = the four quadrants of a group from one set
 //                           of tiles; 2 = by the call's rows, the default: cpu_amx.h,
 //                           amx_schedule_for; isa/kernels_amx.cpp), for the same A/B. Same bits.
+//   cpu.set_amx_tuning      the quadrant schedule's prefetch distance and stride, tile pipeline
+//                           depth, order of work and int-to-float conversion, one int (cpu_amx.h,
+//                           AmxTuning; 0 = by the weights' precision, the default), for the
+//                           same A/B. Same bits.
 // The kernels have one schedule per tag; the variants measured against them (a tile-only F32
 // decode, burst prefetches, L1 prefetches) were removed (docs/results/cpu-kernel-choices.md).
 //

@@ -69,6 +69,8 @@ struct GemmParams {
   const void* xpack = nullptr;  // the activations in the tag's own layout (KernelTable::i8_pack), or null
   int amx_schedule = 0;         // the amx tag's tile schedule (kernels_amx.cpp): 0 quadrants, 1 shared tiles
                                 // (the backend's default: 1)
+  int amx_tuning = 0x101;       // the quadrant schedule's tuning, a concrete one (cpu_amx.h, AmxTuning):
+                                // prefetch distance and stride, tile pipeline depth, order, conversion
   int64_t prefetch_bytes = 8192;  // software prefetch distance in bytes of codes (0: none); the
                                   // lines go into L2 only (cpu_kernels_impl.hpp, prefetch_ahead)
 };
