@@ -23,6 +23,7 @@ struct Options {
   bool quick = false;                 // --quick: fewer repetitions (smoke runs)
   std::string vs_isa;                 // --vs-isa TAG (CPU): also time isa=TAG, interleaved
   std::string pages = "4k";           // --pages (CPU): the weight copies' pages, 4k, 2m or ab
+  std::vector<int64_t> amx_tunings;   // --amx-tuning (CPU, amx tag): tunings to time against each other
   std::vector<std::string> modes;     // --mode f32,i8 (empty = both)
   std::vector<std::string> precs;     // --prec q8,q4 (empty = both)
   bool layer = false;                 // --layer (CUDA): one layer's projections per decode step

@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "backends/cpu/cpu_amx.h"
 #include "bench/bench.h"
 
 namespace twinbit::bench {
@@ -33,6 +34,25 @@ int main(int argc, char** argv) {
                  "as a mapped artifact's), 2m (transparent huge pages asked for, as an artifact read "
                  "with --read copy), ab (both, the floor and the tag timed interleaved on each)")
       ->check(CLI::IsMember({"4k", "2m", "ab"}))->capture_default_str();
+  app.add_option("--amx-tuning", opt.amx_tunings, "CPU, amx tag, mode I8, M >= 16: also time the quadrant "
+                 "schedule at each of these tunings (cpu.set_amx_tuning, e.g. 0x101,0x100,0x201), interleaved "
+                 "rotation by rotation, and the floor and the tag with warm weights (one copy, called "
+                 "again and again): the compute and the memory stream apart")
+      ->delimiter(',')->transform([](std::string v) {
+        // Decimal or 0x hex; a concrete tuning (cpu_amx.h, AmxTuning::valid), or 0 = auto.
+        size_t used = 0;
+        long long t = -1;
+        try {
+          t = std::stoll(v, &used, 0);
+        } catch (const std::exception&) {
+          used = 0;
+        }
+        if (used != v.size() || (t != twinbit::cpu::kAmxTuningAuto && !twinbit::cpu::AmxTuning::valid(t))) {
+          throw CLI::ValidationError(v + " is not a tuning (0 = auto, or the bits backends/cpu/cpu_amx.h "
+                                     "describes, e.g. 0x101, 0x2101)");
+        }
+        return std::to_string(t);
+      });
   app.add_flag("--quick", opt.quick, "Fewer repetitions: a smoke run, not a measurement");
   app.add_option("--mode", opt.modes, "Only these activation modes (f32, i8)")
       ->delimiter(',')->check(CLI::IsMember({"f32", "i8"}));
@@ -41,7 +61,12 @@ int main(int argc, char** argv) {
   app.add_flag("--layer", opt.layer, "CUDA: instead of the per-shape cases, one model layer's "
                "projections (qkv, q_o, gate_up, down) per decode step as a captured CUDA graph of "
                "device-resident calls, replayed, beside the same calls as public host calls");
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);  // --help is an "error" with code 0
+    return code == 0 ? 0 : 2;      // a usage error: exit 2, as every twinbit command
+  }
 
   auto spec = parse_backend_spec(opt.backend);
   if (spec.ok() && spec->name != "cpu" && spec->name != "cuda" &&

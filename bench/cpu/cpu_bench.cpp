@@ -399,6 +399,38 @@ Status run_cpu(const Options& opt, std::vector<Case>& out) {
                           cs.note.c_str(), sched_us[0], sched_us[1]);
             cs.note = note;
           }
+          if (mode == TB_ACT_I8 && m >= 16 && !opt.amx_tunings.empty() &&
+              std::string(info.device).find(", amx)") != std::string::npos) {
+            // --amx-tuning: the quadrant schedule at each tuning, cold and interleaved; then the
+            // floor and the default with warm weights (copy 0 every call: in L2/L3 where they fit).
+            TB_RETURN_IF_ERROR(be->set_switch("cpu.set_amx_schedule", 0));
+            std::vector<double> tuned;
+            std::vector<std::function<Status(int64_t)>> calls;
+            for (int64_t v : opt.amx_tunings) {
+              calls.push_back([&, v](int64_t c) {
+                TB_RETURN_IF_ERROR(be->set_switch("cpu.set_amx_tuning", v));
+                return be->gemm(pool->bound[c], a);
+              });
+            }
+            TB_RETURN_IF_ERROR(interleaved_us(copies, samples, calls, tuned));
+            calls.clear();
+            for (int64_t v : opt.amx_tunings) {
+              calls.push_back([&, v](int64_t) {
+                TB_RETURN_IF_ERROR(be->set_switch("cpu.set_amx_tuning", v));
+                return be->gemm(pool->bound[0], a);
+              });
+            }
+            calls.push_back([&](int64_t) { return be->read_floor(pool->bound[0], m); });
+            std::vector<double> warm;
+            TB_RETURN_IF_ERROR(interleaved_us(copies, samples, calls, warm));
+            TB_RETURN_IF_ERROR(be->set_switch("cpu.set_amx_tuning", cpu::kAmxTuningAuto));
+            TB_RETURN_IF_ERROR(be->set_switch("cpu.set_amx_schedule", cpu::kAmxScheduleAuto));
+            cs.note += Format("; quadrants by tuning, cold / warm:");
+            for (size_t i = 0; i < opt.amx_tunings.size(); ++i) {
+              cs.note += Format(" %#llx %.1f / %.1f us;", static_cast<long long>(opt.amx_tunings[i]), tuned[i], warm[i]);
+            }
+            cs.note += Format(" warm floor %.1f us", warm.back());
+          }
           if (m == 1 && vnni) {  // the software prefetch distance, default 8 KiB
             double dist_us[5] = {-1, -1, -1, -1, -1};
             TB_RETURN_IF_ERROR(ab_variants_us(be.value(), "cpu.set_prefetch_bytes", kPrefetchDistances, copies,
