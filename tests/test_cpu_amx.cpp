@@ -110,7 +110,8 @@ TEST_CASE("cpu amx schedule with emulated tiles equals ref::gemm_i8 bitwise: q8 
         check_same(run_table(t, c, schedule, s.m / 2 + 3), c.ref, "emulated amx schedule, rows in two ranges");
         calls += 3;
       }
-      // The quadrant schedule's tunings: two pairs of tile work in flight, sparse and far prefetches.
+      // The quadrant schedule's tunings (cpu_amx.h, AmxTuning): q8's default, each order, depths 2
+      // and 3, sparse and far prefetches, no prefetch, each int-to-float conversion.
       for (int tuning : {cpu::kAmxTuningQ8, 0x200, 0x263, 0x132, 0x1101, 0x2301, 0x1202, 0x3201, 0x4101, 0x8101, 0xb301}) {
         INFO(std::string(prec_name(prec)) << " M=" << s.m << " N=" << s.n << " K=" << s.k << " tuning " << tuning);
         check_same(run_table(t, c, 0, 0, tuning), c.ref, "emulated amx quadrant schedule, tuned");

@@ -50,9 +50,9 @@ constexpr int amx_schedule_for(int schedule, int64_t m) {
 // of a step's work (0: the next pair's loads, dots and stores, then this pair's host work; 1: the
 // stores after the host work; 2: each dot beside one group's host work, the stores last; 3, with
 // depth >= 2: the previous step's stores first, then each tile part (A, B, dot) between four
-// columns of host work), bits 14-15 how the host makes float(isum) (0: vcvtdq2ps, port 0 only
-// on these cores; 1: an integer add of 1.5 * 2^23's bits and a float subtraction of it, ports 0
-// and 5; 2: the C tile starts at those bits instead of zero, so only the subtraction is left).
+// columns of host work), bits 14-15 how the host makes float(isum) (0: vcvtdq2ps, which Intel's
+// tables put on one vector port; 1: an integer add of 1.5 * 2^23's bits and a float subtraction
+// of it, both for either port; 2: the C tile starts at those bits instead of zero, so only the subtraction is left).
 // Same bits at every value.
 struct AmxTuning {
   int prefetch_chunks = 1;
@@ -79,7 +79,7 @@ struct AmxTuning {
 // The default, kAmxTuningAuto (0, which no concrete tuning is), picks by the weights' precision:
 // q8 dots beside the host work (order 2), q4 the tile work first (order 0); both prefetch the next
 // chunk, one pair in flight. Measured in docs/results/cpu-amx-2026-12-06-tuning.md: order 2 took
-// 3-5% off q8 at M = 16, 32, 64 (lm_head, gate_up, two runs); q4 moved -3% .. +3%.
+// 3-5% off q8 at M = 16, 32, 64 (lm_head, gate_up, three runs); q4 moved -6% .. +3% (two runs).
 constexpr int kAmxTuningAuto = 0;
 constexpr int kAmxTuningQ8 = 0x2101, kAmxTuningQ4 = 0x101;
 constexpr int amx_tuning_for(int tuning, tb_prec prec) {

@@ -81,7 +81,7 @@ void pack_scalar(const GemmParams& p, int64_t m, int8_t* bytes) {
 
 // Per record, each of the 8 B-tile rows is one gather of a 4-byte quad from the block's 16 rows,
 // and the scales one gather more; lanes of rows past M are masked off and write zeros, so every
-// byte of the buffer is written (no clearing pass). ~1 us for 32 rows of K = 2048.
+// byte of the buffer is written (no clearing pass).
 void pack(const GemmParams& p, int64_t m, void* out) {
   auto* bytes = static_cast<int8_t*>(out);
   if (15 * p.ldxq > INT32_MAX || 15 * p.ldxd > INT32_MAX) return pack_scalar(p, m, bytes);
